@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The project's test command: what the README names and .ci/run calls.
+# Steps: formatting, vet, the whole test suite, cross-builds of the portable
+# packages, and the negative controls. Each step prints its verdict; the first
+# failing step fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
+echo ok
+
+step "go vet"
+go vet ./...
+echo ok
+
+step "cross-build of the portable packages"
+portable=$(cat ci/portable.txt)
+for target in darwin/arm64 windows/amd64 freebsd/amd64; do
+	GOOS=${target%/*} GOARCH=${target#*/} go build $portable
+	echo "built for $target"
+done
+
+step "go test"
+go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/netramp-gotest.log
+test "${PIPESTATUS[0]}" -eq 0
+
+if [ -x ci/controls/run.sh ]; then
+	step "negative controls"
+	ci/controls/run.sh
+fi
+
+step "summary"
+pass=$(grep -c '^ok ' /tmp/netramp-gotest.log || true)
+fail=$(grep -c '^FAIL' /tmp/netramp-gotest.log || true)
+echo "packages: $pass passed, $fail failed"
