@@ -1,0 +1,241 @@
+// Package stack builds a gVisor network stack with netramp's TCP registered as
+// protocol 6 (or gVisor's own TCP, for interop arms), gVisor's IPv4, IPv6 and
+// ARP, and one NIC per link endpoint, and offers Dial and Listen returning
+// net.Conn and net.Listener.
+package stack
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	orand "math/rand"
+	mrand "math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	gtcp "gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/tcp"
+)
+
+// ErrBadOptions reports stack options that cannot build a stack.
+var ErrBadOptions = errors.New("stack: bad options")
+
+// NIC is one link endpoint with its address and prefix.
+type NIC struct {
+	Link gstack.LinkEndpoint
+	Addr netip.Prefix // the NIC's address and on-link prefix, e.g. 198.18.0.1/24
+	Name string       // optional
+}
+
+// Options configure a stack.
+type Options struct {
+	TCP       tcp.Options
+	GVisorTCP bool // use gVisor's own TCP instead of netramp's, for interop arms
+	Clock     tcpip.Clock
+	NICs      []NIC
+	Counters  *counters.Registry
+	// Seed, when nonzero, makes every random choice of the stack (ephemeral
+	// ports, initial sequence numbers, secrets) a function of Seed, so a
+	// virtual-time run repeats exactly. Zero uses crypto/rand.
+	Seed int64
+}
+
+// Stack is a gVisor stack with its NICs, routes and counters.
+type Stack struct {
+	s        *gstack.Stack
+	reg      *counters.Registry
+	mu       sync.Mutex
+	credits  map[tcpip.NICID]nic.Credit
+	nicAddrs map[tcpip.NICID]netip.Prefix
+}
+
+// seededReader is a deterministic byte stream for Options.Seed; it is not
+// secret, and is meant for repeatable test and bench runs only.
+type seededReader struct {
+	mu sync.Mutex
+	r  *mrand.ChaCha8
+}
+
+func (s *seededReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Read(p)
+}
+
+// New builds the stack: protocols, NICs, addresses, and a route per NIC (its
+// prefix on that NIC, and a default route through the first NIC of each IP
+// version).
+func New(o Options) (*Stack, error) {
+	if len(o.NICs) == 0 {
+		return nil, fmt.Errorf("%w: no NICs", ErrBadOptions)
+	}
+	st := &Stack{
+		reg:      o.Counters,
+		credits:  make(map[tcpip.NICID]nic.Credit),
+		nicAddrs: make(map[tcpip.NICID]netip.Prefix),
+	}
+	if st.reg == nil {
+		st.reg = counters.NewRegistry()
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = tcpip.NewStdClock()
+	}
+	gopts := gstack.Options{
+		NetworkProtocols: []gstack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
+		Clock:            clk,
+		HandleLocal:      true,
+	}
+	if o.Seed != 0 {
+		var key [32]byte
+		binary.LittleEndian.PutUint64(key[:], uint64(o.Seed))
+		var sr io.Reader = &seededReader{r: mrand.NewChaCha8(key)}
+		gopts.SecureRNG = sr
+		gopts.RandSource = orand.NewSource(o.Seed)
+	}
+	for i, n := range o.NICs {
+		if n.Link == nil {
+			return nil, fmt.Errorf("%w: NIC %d has no link endpoint", ErrBadOptions, i)
+		}
+		if !n.Addr.IsValid() {
+			return nil, fmt.Errorf("%w: NIC %d has no valid address prefix", ErrBadOptions, i)
+		}
+		id := tcpip.NICID(i + 1)
+		if cl, ok := n.Link.(nic.CreditLink); ok {
+			if c := cl.TxCredit(); c != nil {
+				st.credits[id] = c
+			}
+		}
+		st.nicAddrs[id] = n.Addr
+	}
+	if o.GVisorTCP {
+		gopts.TransportProtocols = []gstack.TransportProtocolFactory{gtcp.NewProtocol}
+	} else {
+		to := o.TCP
+		if to.Counters == nil {
+			to.Counters = st.reg
+		}
+		if to.Credit == nil && len(st.credits) > 0 {
+			credits := st.credits
+			to.Credit = func(id tcpip.NICID) nic.Credit { return credits[id] }
+		}
+		gopts.TransportProtocols = []gstack.TransportProtocolFactory{tcp.NewProtocolFactory(to)}
+	}
+	s := gstack.New(gopts)
+	st.s = s
+	if o.GVisorTCP {
+		sack := tcpip.TCPSACKEnabled(true)
+		s.SetTransportProtocolOption(gtcp.ProtocolNumber, &sack)
+		mod := tcpip.TCPModerateReceiveBufferOption(true)
+		s.SetTransportProtocolOption(gtcp.ProtocolNumber, &mod)
+	}
+	var routes []tcpip.Route
+	var def4, def6 bool
+	for i, n := range o.NICs {
+		id := tcpip.NICID(i + 1)
+		name := n.Name
+		if name == "" {
+			name = fmt.Sprintf("nic%d", id)
+		}
+		if err := s.CreateNICWithOptions(id, n.Link, gstack.NICOptions{Name: name}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("stack: create NIC %d: %s", id, err)
+		}
+		pfx := n.Addr
+		proto := ipv4.ProtocolNumber
+		if pfx.Addr().Is6() && !pfx.Addr().Is4In6() {
+			proto = ipv6.ProtocolNumber
+		}
+		addr := tcpip.AddrFromSlice(pfx.Addr().Unmap().AsSlice())
+		pa := tcpip.ProtocolAddress{Protocol: proto, AddressWithPrefix: tcpip.AddressWithPrefix{Address: addr, PrefixLen: pfx.Bits()}}
+		if err := s.AddProtocolAddress(id, pa, gstack.AddressProperties{}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("stack: address on NIC %d: %s", id, err)
+		}
+		routes = append(routes, tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: id})
+		if proto == ipv4.ProtocolNumber && !def4 {
+			def4 = true
+			routes = append(routes, tcpip.Route{Destination: header.IPv4EmptySubnet, NIC: id})
+		}
+		if proto == ipv6.ProtocolNumber && !def6 {
+			def6 = true
+			routes = append(routes, tcpip.Route{Destination: header.IPv6EmptySubnet, NIC: id})
+		}
+	}
+	// More specific routes first: gVisor takes the first match in table order.
+	var ordered []tcpip.Route
+	for _, r := range routes {
+		if r.Destination.Prefix() != 0 {
+			ordered = append(ordered, r)
+		}
+	}
+	for _, r := range routes {
+		if r.Destination.Prefix() == 0 {
+			ordered = append(ordered, r)
+		}
+	}
+	s.SetRouteTable(ordered)
+	return st, nil
+}
+
+// Gvisor returns the underlying gVisor stack.
+func (s *Stack) Gvisor() *gstack.Stack { return s.s }
+
+// Counters returns the stack's counter registry.
+func (s *Stack) Counters() *counters.Registry { return s.reg }
+
+// Close removes the NICs and stops the stack.
+func (s *Stack) Close() {
+	s.s.Close()
+	s.s.Wait()
+}
+
+func fullAddr(ap netip.AddrPort) (tcpip.FullAddress, tcpip.NetworkProtocolNumber) {
+	a := ap.Addr()
+	fa := tcpip.FullAddress{Port: ap.Port()}
+	if a.IsValid() && !a.IsUnspecified() {
+		fa.Addr = tcpip.AddrFromSlice(a.Unmap().AsSlice())
+	}
+	if a.Is6() && !a.Is4In6() {
+		return fa, ipv6.ProtocolNumber
+	}
+	return fa, ipv4.ProtocolNumber
+}
+
+// Dial opens a TCP connection to addr. The context bounds the handshake; the
+// returned conn honours deadlines.
+func (s *Stack) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+	if !addr.Addr().IsValid() || addr.Port() == 0 {
+		return nil, fmt.Errorf("stack: dial %v: need an address and a port", addr)
+	}
+	fa, proto := fullAddr(addr)
+	c, err := gonet.DialContextTCP(ctx, s.s, fa, proto)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Listen listens on addr; an unspecified address listens on every address of
+// its IP version.
+func (s *Stack) Listen(addr netip.AddrPort) (net.Listener, error) {
+	fa, proto := fullAddr(addr)
+	l, err := gonet.ListenTCP(s.s, fa, proto)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
