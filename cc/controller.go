@@ -1,0 +1,561 @@
+// Package cc is netramp's congestion control policy: CUBIC (RFC 9438) in
+// congestion avoidance, HyStart++ (RFC 9406) in the initial slow start, RFC
+// 5681 slow start after any loss, and the limited gate that decides whether an
+// ACK may grow the window at all.
+//
+// The package is pure: no I/O, no goroutines, no clock reads. Sizes are bytes;
+// time is a time.Duration since an arbitrary origin, passed in with each event.
+// A Controller belongs to one connection and is not safe for concurrent use.
+//
+// The composition, one concept a file:
+//   - limited.go: the gate (when may an ACK grow cwnd), including the
+//     half-window card rule, a stated departure from RFC 9438 §5.8;
+//   - hystart.go: HyStart++ rounds, CSS and its exit (RFC 9406 §4.2, §4.3);
+//   - reno.go: RFC 5681 §3.1 slow start after a loss or an RTO;
+//   - cubic.go: CUBIC's window (RFC 9438 §4.2–§4.10);
+//   - controller.go: the events, the recovery bookkeeping and the counters.
+package cc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/netramp/netramp/counters"
+)
+
+// Arm selects the growth policy; the A/B bench compares the two.
+type Arm int
+
+const (
+	// ArmB is the default: HyStart++ with L = 8 (or unlimited when pacing) in
+	// the initial slow start and the half-window card rule.
+	ArmB Arm = iota
+	// ArmA is the bench's baseline: RFC 5681 growth min(N, SMSS) in every slow
+	// start and the old card rule (limited only with less than one SMSS of room).
+	ArmA
+)
+
+func (a Arm) String() string {
+	switch a {
+	case ArmB:
+		return "B"
+	case ArmA:
+		return "A"
+	}
+	return fmt.Sprintf("Arm(%d)", int(a))
+}
+
+// StopReason is what ended a send opportunity; the gate reads it.
+type StopReason int
+
+const (
+	// StopApp: the application had no more data.
+	StopApp StopReason = iota
+	// StopPeerWindow: the peer's advertised window was full.
+	StopPeerWindow
+	// StopCwnd: the congestion window was full.
+	StopCwnd
+	// StopCard: the card's TX credit ran out.
+	StopCard
+)
+
+func (r StopReason) String() string {
+	switch r {
+	case StopApp:
+		return "app"
+	case StopPeerWindow:
+		return "peer-window"
+	case StopCwnd:
+		return "cwnd"
+	case StopCard:
+		return "card"
+	}
+	return fmt.Sprintf("StopReason(%d)", int(r))
+}
+
+// InfiniteSsthresh is the initial ssthresh, RFC 5681 §3.1's "arbitrarily
+// high"; the controller never does arithmetic on it.
+const InfiniteSsthresh = math.MaxInt
+
+// maxWindow bounds cwnd and every size the controller takes in, so no event
+// sequence can overflow: 1 GiB is the largest window TCP can advertise
+// (RFC 7323 §2.3).
+const maxWindow = 1 << 30
+
+// maxSMSS is the largest segment the MSS option can announce (RFC 9293 §3.7.1).
+const maxSMSS = 65535
+
+// maxInitialWindow bounds Config.InitialWindow so SMSS·IW stays in range.
+const maxInitialWindow = 1 << 12
+
+// ErrConfig is wrapped by every error New returns; the message names the field.
+var ErrConfig = errors.New("cc: bad config")
+
+// Config configures one Controller.
+type Config struct {
+	SMSS          int // sender maximum segment size, bytes
+	InitialWindow int // segments; 0 = 10 (RFC 6928)
+	Arm           Arm
+	// Pacing says the sender paces, so HyStart++'s L is unlimited (RFC 9406 §4.3).
+	Pacing bool
+	// NoFastConvergence turns off RFC 9438 §4.7, which is on by default.
+	NoFastConvergence bool
+	// Counters may be nil; so may any of its fields.
+	Counters *Counters
+}
+
+// Counters explains a ramp: which ACKs could grow cwnd, by how much, and what
+// HyStart++ and loss recovery did. Every field may be nil.
+type Counters struct {
+	CSS             *counters.Counter // tcp.hystart.css
+	CSSEntryRounds  *counters.Counter // tcp.hystart.css.entry-rounds
+	Resumed         *counters.Counter // tcp.hystart.resumed
+	Exits           *counters.Counter // tcp.hystart.exits
+	ExitCwndBytes   *counters.Counter // tcp.hystart.exit.cwnd.bytes
+	AcksCwndLimited *counters.Counter // tcp.acks.cwnd-limited
+	AcksNotLimited  *counters.Counter // tcp.acks.not-limited
+	AcksInRecovery  *counters.Counter // tcp.acks.in-recovery
+	CwndGrownBytes  *counters.Counter // tcp.cwnd.grown.bytes
+	CwndMaxBytes    *counters.Counter // tcp.cwnd.max.bytes
+	Reductions      *counters.Counter // tcp.cc.reductions
+	RepeatLosses    *counters.Counter // tcp.cc.repeat-losses
+	Undos           *counters.Counter // tcp.cc.undos
+	RTOResets       *counters.Counter // tcp.cc.rto-resets
+	RenoFriendly    *counters.Counter // tcp.cc.reno-friendly.acks
+	IdleRestarts    *counters.Counter // tcp.cc.idle-restarts
+}
+
+// NewCounters registers the controller's counters in r, each with its
+// one-line doc. Connections of one stack share them.
+func NewCounters(r *counters.Registry) *Counters {
+	if r == nil {
+		return &Counters{}
+	}
+	return &Counters{
+		CSS:             r.MustRegister("tcp.hystart.css", "times HyStart++ entered conservative slow start (RFC 9406 §4.2)"),
+		CSSEntryRounds:  r.MustRegister("tcp.hystart.css.entry-rounds", "HyStart++ rounds in which CSS was entered at least once"),
+		Resumed:         r.MustRegister("tcp.hystart.resumed", "times CSS found its RTT rise spurious and resumed slow start"),
+		Exits:           r.MustRegister("tcp.hystart.exits", "times HyStart++ ended slow start after its CSS rounds"),
+		ExitCwndBytes:   r.MustRegister("tcp.hystart.exit.cwnd.bytes", "sum of cwnd in bytes at HyStart++ exits"),
+		AcksCwndLimited: r.MustRegister("tcp.acks.cwnd-limited", "ACKs that found the sender window-limited, so could grow cwnd"),
+		AcksNotLimited:  r.MustRegister("tcp.acks.not-limited", "ACKs that found the sender application-, peer- or card-limited, so grew nothing"),
+		AcksInRecovery:  r.MustRegister("tcp.acks.in-recovery", "ACKs that arrived during fast recovery, where cwnd does not grow"),
+		CwndGrownBytes:  r.MustRegister("tcp.cwnd.grown.bytes", "bytes by which ACKs grew cwnd"),
+		CwndMaxBytes:    r.MustRegister("tcp.cwnd.max.bytes", "largest cwnd in bytes any connection reached"),
+		Reductions:      r.MustRegister("tcp.cc.reductions", "congestion events that reduced cwnd by beta (RFC 9438 §4.6)"),
+		RepeatLosses:    r.MustRegister("tcp.cc.repeat-losses", "losses inside an ongoing recovery, which reduce nothing"),
+		Undos:           r.MustRegister("tcp.cc.undos", "spurious congestion events undone (RFC 9438 §4.9)"),
+		RTOResets:       r.MustRegister("tcp.cc.rto-resets", "retransmission timeouts that reset cwnd to one segment (RFC 9438 §4.8)"),
+		RenoFriendly:    r.MustRegister("tcp.cc.reno-friendly.acks", "congestion-avoidance ACKs that set cwnd from the Reno estimate (RFC 9438 §4.3)"),
+		IdleRestarts:    r.MustRegister("tcp.cc.idle-restarts", "restarts after idle that cut cwnd to the restart window (RFC 5681 §4.1)"),
+	}
+}
+
+// Ack is one acknowledgment as the controller sees it.
+type Ack struct {
+	Now            time.Duration
+	Acked          int    // bytes newly delivered (cumulative + newly SACKed)
+	SndUna, SndNxt uint64 // stream offsets after the ACK
+	RTT            time.Duration
+	SRTT           time.Duration
+	InFlight       int
+}
+
+// State is a copy of the controller's variables, for tests and traces.
+// Durations of 0 mean "none yet"; sizes are bytes.
+type State struct {
+	Cwnd, Ssthresh, CwndPrior int
+	SlowStart                 bool // cwnd < ssthresh
+	InitialSlowStart          bool // ssthresh is still InfiniteSsthresh
+	FastRecovery              bool // a loss reduced cwnd and its recovery has not ended
+	RTOEpisode                bool // an RTO reset cwnd and its recovery has not ended
+	RecoveryPoint             uint64
+
+	// HyStart++ (RFC 9406).
+	HyStartActive       bool
+	CSS                 bool
+	CSSRounds           int
+	CSSBaseline         time.Duration
+	LastRoundMinRTT     time.Duration
+	CurrentRoundMinRTT  time.Duration
+	RoundSamples        int
+	WindowEnd           uint64
+	HyStartEnteredRound bool
+
+	// CUBIC (RFC 9438), windows in bytes, K in seconds.
+	EpochValid bool
+	EpochStart time.Duration
+	K          float64
+	WMax       float64
+	CwndEpoch  float64
+	WEst       float64
+	AfterRTO   bool
+
+	// The gate.
+	LastStop      StopReason
+	StopInFlight  int
+	Limited       bool
+	GrownLastAck  int
+	UndoAvailable bool
+}
+
+// Controller is one connection's congestion controller.
+type Controller struct {
+	smss     int
+	iw       int // bytes
+	arm      Arm
+	fc       bool
+	counters Counters
+
+	cwnd      int
+	ssthresh  int
+	cwndPrior int
+
+	gate gate
+	hs   hystart
+	cub  cubic
+
+	fastRecovery  bool
+	rtoEpisode    bool
+	recoveryPoint uint64
+	sndNxt        uint64
+	grownLast     int
+
+	undo    *snapshot
+	maxSeen int
+}
+
+// snapshot is what a congestion event saves so RFC 9438 §4.9 can restore it.
+type snapshot struct {
+	cwnd, ssthresh, cwndPrior int
+	hs                        hystart
+	cub                       cubic
+}
+
+// New returns a controller in its initial slow start with cwnd = IW.
+func New(cfg Config) (*Controller, error) {
+	if cfg.SMSS <= 0 {
+		return nil, fmt.Errorf("%w: SMSS %d must be positive", ErrConfig, cfg.SMSS)
+	}
+	if cfg.SMSS > maxSMSS {
+		return nil, fmt.Errorf("%w: SMSS %d exceeds %d", ErrConfig, cfg.SMSS, maxSMSS)
+	}
+	if cfg.InitialWindow < 0 {
+		return nil, fmt.Errorf("%w: InitialWindow %d must not be negative", ErrConfig, cfg.InitialWindow)
+	}
+	if cfg.InitialWindow > maxInitialWindow {
+		return nil, fmt.Errorf("%w: InitialWindow %d exceeds %d segments", ErrConfig, cfg.InitialWindow, maxInitialWindow)
+	}
+	if cfg.Arm != ArmA && cfg.Arm != ArmB {
+		return nil, fmt.Errorf("%w: Arm %d is neither ArmA nor ArmB", ErrConfig, int(cfg.Arm))
+	}
+	iw := cfg.InitialWindow
+	if iw == 0 {
+		iw = 10
+	}
+	c := &Controller{
+		smss:     cfg.SMSS,
+		iw:       iw * cfg.SMSS,
+		arm:      cfg.Arm,
+		fc:       !cfg.NoFastConvergence,
+		ssthresh: InfiniteSsthresh,
+	}
+	if cfg.Counters != nil {
+		c.counters = *cfg.Counters
+	}
+	c.cwnd = c.iw
+	c.gate = newGate(cfg.Arm, cfg.SMSS)
+	c.hs = newHystart(cfg.Arm == ArmB, cfg.Pacing)
+	c.cub = newCubic(cfg.SMSS, c.fc)
+	c.noteMax()
+	return c, nil
+}
+
+// Cwnd returns the congestion window in bytes.
+func (c *Controller) Cwnd() int { return c.cwnd }
+
+// Ssthresh returns the slow-start threshold in bytes (InfiniteSsthresh at first).
+func (c *Controller) Ssthresh() int { return c.ssthresh }
+
+// InSlowStart reports cwnd < ssthresh (RFC 5681 §3.1).
+func (c *Controller) InSlowStart() bool { return c.cwnd < c.ssthresh }
+
+// InRecovery reports whether a congestion event's recovery is under way.
+func (c *Controller) InRecovery() bool { return c.fastRecovery || c.rtoEpisode }
+
+// PacingRate returns bytes per second: 2·cwnd/srtt in slow start, 1.2·cwnd/srtt
+// after, so a paced sender can still double per round trip; 0 without srtt.
+func (c *Controller) PacingRate(srtt time.Duration) float64 {
+	if srtt <= 0 {
+		return 0
+	}
+	f := 1.2
+	if c.InSlowStart() {
+		f = 2
+	}
+	return f * float64(c.cwnd) / srtt.Seconds()
+}
+
+// OnSendStop records how the last send opportunity ended and the bytes in
+// flight then; the next ACKs may grow cwnd only if the gate says the window
+// was in use (limited.go).
+func (c *Controller) OnSendStop(reason StopReason, inFlight int) {
+	c.gate.onStop(reason, clampSize(inFlight), c.cwnd)
+}
+
+// OnSend records that data was sent up to sndNxt, for HyStart++'s rounds and
+// the recovery point.
+func (c *Controller) OnSend(now time.Duration, sndNxt uint64) {
+	if sndNxt > c.sndNxt {
+		c.sndNxt = sndNxt
+	}
+}
+
+// OnAck processes one ACK: it grows cwnd if the gate allows, in the phase's
+// way, and feeds HyStart++ its RTT sample and round boundary.
+func (c *Controller) OnAck(a Ack) {
+	acked := clampSize(a.Acked)
+	if a.SndNxt > c.sndNxt {
+		c.sndNxt = a.SndNxt
+	}
+	c.grownLast = 0
+	limited := c.gate.limited()
+
+	if c.fastRecovery {
+		// cwnd holds at the reduced value until recovery ends (RFC 9438 §4.6;
+		// the recovery algorithm, not growth, governs sending meanwhile).
+		if acked > 0 {
+			c.counters.AcksInRecovery.Inc()
+		}
+		c.maybeEndRecovery(a.SndUna)
+		return
+	}
+	if acked > 0 {
+		if limited {
+			c.counters.AcksCwndLimited.Inc()
+		} else {
+			c.counters.AcksNotLimited.Inc()
+		}
+	}
+
+	before := c.cwnd
+	switch {
+	case c.hs.active && c.ssthresh == InfiniteSsthresh:
+		c.hystartAck(a, acked, limited)
+	case c.cwnd < c.ssthresh:
+		if limited {
+			c.cwnd = renoSlowStart(c.cwnd, c.ssthresh, acked, c.smss)
+		}
+	default:
+		rtt := a.SRTT
+		if rtt <= 0 {
+			rtt = a.RTT
+		}
+		if c.cub.onAck(a.Now, acked, &c.cwnd, c.cwndPrior, rtt, limited) {
+			c.counters.RenoFriendly.Inc()
+		}
+	}
+	if c.cwnd > maxWindow {
+		c.cwnd = maxWindow
+	}
+	if c.cwnd > before {
+		c.grownLast = c.cwnd - before
+		c.counters.CwndGrownBytes.Add(uint64(c.grownLast))
+		c.noteMax()
+	}
+	c.maybeEndRecovery(a.SndUna)
+}
+
+// hystartAck is one ACK of the initial slow start under HyStart++: growth
+// first, then the RTT sample, then the round boundary (RFC 9406 §4.2's order).
+func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
+	c.hs.startRoundIfNone(c.sndNxt)
+	if limited {
+		c.cwnd += c.hs.growth(acked, c.smss)
+	}
+	entered, resumed := c.hs.onRTT(a.RTT)
+	if entered {
+		c.counters.CSS.Inc()
+	}
+	if resumed {
+		c.counters.Resumed.Inc()
+	}
+	ended, firstEntry, exit := c.hs.onCumAck(a.SndUna, c.sndNxt)
+	if ended && firstEntry {
+		c.counters.CSSEntryRounds.Inc()
+	}
+	if exit {
+		c.exitSlowStart(a.Now)
+	}
+}
+
+// exitSlowStart ends HyStart++ after its CSS rounds: ssthresh = cwnd, and
+// CUBIC starts with cwnd_prior = W_max = cwnd and K = 0 (RFC 9406 §4.2,
+// RFC 9438 §4.10).
+func (c *Controller) exitSlowStart(now time.Duration) {
+	c.ssthresh = c.cwnd
+	c.cwndPrior = c.cwnd
+	c.cub.handOff(now, c.cwnd)
+	c.counters.Exits.Inc()
+	c.counters.ExitCwndBytes.Add(uint64(c.cwnd))
+}
+
+// OnCongestion reduces the window for a loss detected by ACKs, once per
+// recovery (RFC 9438 §4.6, §4.7): ssthresh = max(β·flight, 2·SMSS) and cwnd
+// the same. A loss inside an ongoing recovery or RTO episode reduces nothing.
+func (c *Controller) OnCongestion(now time.Duration, inFlight int) {
+	if c.fastRecovery || c.rtoEpisode {
+		c.counters.RepeatLosses.Inc()
+		return
+	}
+	c.save()
+	flight := clampSize(inFlight)
+	c.cwndPrior = c.cwnd
+	c.cub.onReduction(c.cwnd)
+	c.ssthresh = reducedWindow(flight, c.smss)
+	c.cwnd = c.ssthresh
+	c.hs.stop()
+	c.fastRecovery = true
+	c.recoveryPoint = c.sndNxt
+	c.counters.Reductions.Inc()
+}
+
+// OnRecoveryEnd ends the recovery of the last congestion event or RTO; the
+// next ACK in congestion avoidance starts CUBIC's epoch. An ACK at or past
+// the recovery point (SND.NXT when the event began) also ends it.
+func (c *Controller) OnRecoveryEnd(now time.Duration) {
+	c.fastRecovery = false
+	c.rtoEpisode = false
+}
+
+func (c *Controller) maybeEndRecovery(sndUna uint64) {
+	if (c.fastRecovery || c.rtoEpisode) && c.recoveryPoint > 0 && sndUna >= c.recoveryPoint {
+		c.fastRecovery = false
+		c.rtoEpisode = false
+	}
+}
+
+// OnRTO handles a retransmission timeout (RFC 9438 §4.8): ssthresh from the
+// flight as in §4.6 (once per episode, RFC 5681 §3.1's repeated-timeout
+// rule), cwnd to the loss window of one SMSS, RFC 5681 slow start to
+// ssthresh, then congestion avoidance with K = 0 and W_max = W_est = cwnd.
+func (c *Controller) OnRTO(now time.Duration, inFlight int) {
+	if !c.fastRecovery && !c.rtoEpisode {
+		c.save()
+		flight := clampSize(inFlight)
+		c.cwndPrior = c.cwnd
+		c.cub.onReduction(c.cwnd)
+		c.ssthresh = reducedWindow(flight, c.smss)
+		c.counters.Reductions.Inc()
+	}
+	c.hs.stop()
+	c.cwnd = c.smss
+	c.cub.onRTO()
+	c.fastRecovery = false
+	c.rtoEpisode = true
+	c.recoveryPoint = c.sndNxt
+	c.counters.RTOResets.Inc()
+}
+
+// OnSpurious undoes the last congestion event once it is known spurious
+// (RFC 9438 §4.9), restoring every variable saved at the event, but only if
+// cwnd is still below cwnd_prior: a window that has grown back keeps its state.
+func (c *Controller) OnSpurious(now time.Duration) {
+	if c.undo == nil || c.cwnd >= c.cwndPrior {
+		return
+	}
+	s := c.undo
+	c.undo = nil
+	c.cwnd, c.ssthresh, c.cwndPrior = s.cwnd, s.ssthresh, s.cwndPrior
+	c.hs = s.hs
+	c.cub = s.cub
+	c.fastRecovery = false
+	c.rtoEpisode = false
+	c.counters.Undos.Inc()
+}
+
+// OnIdleRestart applies RFC 5681 §4.1 after an idle period longer than the
+// RTO: cwnd falls to the restart window min(IW, cwnd), and the idle time is
+// not counted in CUBIC's t (RFC 9438 §5.8).
+func (c *Controller) OnIdleRestart(now time.Duration) {
+	c.cub.excludeUntil(now)
+	if c.cwnd > c.iw {
+		c.cwnd = c.iw
+		c.cub.epochValid = false
+		c.counters.IdleRestarts.Inc()
+	}
+}
+
+// State returns a copy of the controller's variables.
+func (c *Controller) State() State {
+	s := State{
+		Cwnd:             c.cwnd,
+		Ssthresh:         c.ssthresh,
+		CwndPrior:        c.cwndPrior,
+		SlowStart:        c.InSlowStart(),
+		InitialSlowStart: c.ssthresh == InfiniteSsthresh,
+		FastRecovery:     c.fastRecovery,
+		RTOEpisode:       c.rtoEpisode,
+		RecoveryPoint:    c.recoveryPoint,
+
+		HyStartActive:       c.hs.active && c.ssthresh == InfiniteSsthresh,
+		CSS:                 c.hs.css,
+		CSSRounds:           c.hs.cssRounds,
+		CSSBaseline:         finite(c.hs.cssBaseline),
+		LastRoundMinRTT:     finite(c.hs.lastRoundMin),
+		CurrentRoundMinRTT:  finite(c.hs.currentRoundMin),
+		RoundSamples:        c.hs.samples,
+		WindowEnd:           c.hs.windowEnd,
+		HyStartEnteredRound: c.hs.enteredThisRound,
+
+		EpochValid: c.cub.epochValid,
+		EpochStart: c.cub.epochStart,
+		K:          c.cub.k,
+		WMax:       c.cub.wMax,
+		CwndEpoch:  c.cub.cwndEpoch,
+		WEst:       c.cub.wEst,
+		AfterRTO:   c.cub.afterRTO,
+
+		LastStop:      c.gate.stop,
+		StopInFlight:  c.gate.inFlight,
+		Limited:       c.gate.limited(),
+		GrownLastAck:  c.grownLast,
+		UndoAvailable: c.undo != nil,
+	}
+	return s
+}
+
+func (c *Controller) save() {
+	c.undo = &snapshot{cwnd: c.cwnd, ssthresh: c.ssthresh, cwndPrior: c.cwndPrior, hs: c.hs, cub: c.cub}
+}
+
+func (c *Controller) noteMax() {
+	if c.cwnd > c.maxSeen {
+		c.maxSeen = c.cwnd
+		c.counters.CwndMaxBytes.Max(uint64(c.cwnd))
+	}
+}
+
+// reducedWindow is RFC 9438 §4.6's multiplicative decrease from the flight,
+// with its floor: max(β·flight, 2·SMSS).
+func reducedWindow(flight, smss int) int {
+	w := int(float64(flight) * beta)
+	if w < 2*smss {
+		w = 2 * smss
+	}
+	return w
+}
+
+// clampSize maps a caller's size into [0, maxWindow], so nonsense never
+// panics or overflows.
+func clampSize(n int) int {
+	if n < 0 {
+		return 0
+	}
+	if n > maxWindow {
+		return maxWindow
+	}
+	return n
+}

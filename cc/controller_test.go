@@ -1,0 +1,137 @@
+package cc
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewRejectsBadConfigNamingTheField(t *testing.T) {
+	cases := []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{SMSS: 0}, "SMSS"},
+		{Config{SMSS: -1}, "SMSS"},
+		{Config{SMSS: 70000}, "SMSS"},
+		{Config{SMSS: 1460, InitialWindow: -1}, "InitialWindow"},
+		{Config{SMSS: 1460, InitialWindow: 1 << 20}, "InitialWindow"},
+		{Config{SMSS: 1460, Arm: Arm(7)}, "Arm"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.field, func(t *testing.T) {
+			c, err := New(tc.cfg)
+			if err == nil || c != nil {
+				t.Fatalf("New(%+v) = %v, %v; want an error", tc.cfg, c, err)
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("error %v is not ErrConfig", err)
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestNewStartsAtTenSegmentsWithInfiniteSsthresh(t *testing.T) {
+	c, err := New(Config{SMSS: smss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cwnd() != 10*smss || c.Ssthresh() != InfiniteSsthresh || !c.InSlowStart() {
+		t.Fatalf("cwnd %d ssthresh %d slow start %v", c.Cwnd(), c.Ssthresh(), c.InSlowStart())
+	}
+	c, _ = New(Config{SMSS: smss, InitialWindow: 4})
+	if c.Cwnd() != 4*smss {
+		t.Fatalf("IW 4: cwnd %d", c.Cwnd())
+	}
+}
+
+func TestStretchAckGrowsByEightSegments(t *testing.T) {
+	s := newSim(t, Config{})
+	s.fill()
+	s.ack(10*smss, 0) // the initial window: +8 SMSS
+	s.fill()
+	before := s.c.Cwnd()
+	if g := s.ack(34*smss, 0); g != 8*smss {
+		t.Fatalf("stretch ACK of 34 segments grew cwnd by %d, want %d (cwnd before %d)", g, 8*smss, before)
+	}
+}
+
+func TestStretchAckAfterLossGrowsByOneSegment(t *testing.T) {
+	s := newSim(t, Config{})
+	s.fill()
+	s.ack(10*smss, 0)
+	s.fill()
+	s.c.OnRTO(s.now, s.inFlight())
+	s.una = s.nxt
+	s.fill()
+	if !s.c.InSlowStart() {
+		t.Fatal("not in slow start after the RTO")
+	}
+	if g := s.ack(34*smss, 0); g != smss {
+		t.Fatalf("after an RTO a stretch ACK of 34 segments grew cwnd by %d, want %d", g, smss)
+	}
+}
+
+func TestArmAGrowsByOneSegmentInInitialSlowStart(t *testing.T) {
+	s := newSim(t, Config{Arm: ArmA})
+	s.fill()
+	if g := s.ack(34*smss, 0); g != smss {
+		t.Fatalf("arm A stretch ACK grew %d, want %d", g, smss)
+	}
+}
+
+func TestPacingMakesStretchAckGrowByItsWholeCount(t *testing.T) {
+	s := newSim(t, Config{Pacing: true})
+	s.fill()
+	if g := s.ack(34*smss, 0); g != 34*smss {
+		t.Fatalf("paced stretch ACK grew %d, want %d", g, 34*smss)
+	}
+}
+
+func TestHalfOfCwndInFlightAtCardStopGrows(t *testing.T) {
+	cases := []struct {
+		name       string
+		segments   int
+		wantGrowth int
+	}{
+		{"nine of eighteen segments in flight (exactly half) grows", 9, smss},
+		{"eight in flight (a segment under half) grows nothing", 8, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, Config{SMSS: smss, InitialWindow: 10})
+			s.fill()
+			s.ack(10*smss, 0)
+			if s.c.Cwnd() != 26280 {
+				t.Fatalf("after the initial window's ACK cwnd = %d, want 26280", s.c.Cwnd())
+			}
+			s.send(tc.segments*smss, StopCard)
+			if s.inFlight() != tc.segments*smss {
+				t.Fatalf("in flight %d", s.inFlight())
+			}
+			if g := s.ack(smss, 0); g != tc.wantGrowth {
+				t.Fatalf("card stop with %d bytes in flight of cwnd 26280: next ACK grew %d, want %d",
+					tc.segments*smss, g, tc.wantGrowth)
+			}
+		})
+	}
+}
+
+func TestPacingRateIsTwiceInSlowStartAndOnePointTwoAfter(t *testing.T) {
+	s := newSim(t, Config{})
+	if r := s.c.PacingRate(10 * time.Millisecond); r != 2*float64(10*smss)/0.01 {
+		t.Fatalf("slow start rate %v", r)
+	}
+	if r := s.c.PacingRate(0); r != 0 {
+		t.Fatalf("rate without srtt %v", r)
+	}
+	s.c.OnCongestion(0, 20*smss)
+	want := 1.2 * float64(s.c.Cwnd()) / 0.01
+	if r := s.c.PacingRate(10 * time.Millisecond); r != want {
+		t.Fatalf("congestion avoidance rate %v, want %v", r, want)
+	}
+}
