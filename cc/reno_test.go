@@ -4,7 +4,7 @@ import "testing"
 
 func TestRenoSlowStartGrowsByAtMostOneSegmentPerAck(t *testing.T) {
 	cases := []struct {
-		name                          string
+		name                        string
 		cwnd, ssthresh, acked, want int
 	}{
 		{"one segment grows one", 10 * smss, 100 * smss, smss, 11 * smss},
