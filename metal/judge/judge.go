@@ -1,0 +1,426 @@
+// Package judge holds the bench's rules, written before a run, and the
+// verdicts they give on its rows. A verdict never says more than the rows
+// support: an ordering is CONFIRMED only with every pair ordered and an exact
+// rank p-value within the rule's bound; a rule whose arm did not run is NOT
+// JUDGED, with the reason.
+//
+// Rule file syntax (one rule a line; '#' starts a comment):
+//
+//	<name>: <X> > <Y> on <metric> in every pair[, p <= <alpha>]
+//	<name>: <X> < <Y> on <metric> in every pair[, p <= <alpha>]
+//	<name>: <X> within <v> [<unit>] of <Y> on <metric>
+//
+// Metrics: goodput (MB/s, the row's median connection), recv_100ms,
+// recv_300ms, recv_1s, recv_2s (MB received by then, the row's mean).
+package judge
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DefaultRules is the rule file the default bench writes before it runs.
+//
+//go:embed default.rules
+var DefaultRules string
+
+// Metrics are the names a rule may compare, with their units.
+var Metrics = map[string]string{
+	"goodput":    "MB/s",
+	"recv_100ms": "MB",
+	"recv_300ms": "MB",
+	"recv_1s":    "MB",
+	"recv_2s":    "MB",
+}
+
+// ErrParse reports a rule file that does not parse; the message names the line.
+var ErrParse = errors.New("judge: rule file")
+
+// Kind is what a rule asserts.
+type Kind int
+
+const (
+	// Ordered: X beats Y in every pair, with the exact rank p-value bounded.
+	Ordered Kind = iota
+	// Within: the medians of X and Y differ by at most Tolerance.
+	Within
+)
+
+// Rule is one parsed line.
+type Rule struct {
+	Line      int
+	Text      string
+	Name      string
+	Kind      Kind
+	X, Y      string // arm names
+	Greater   bool   // Ordered: X > Y (else X < Y)
+	Metric    string
+	Alpha     float64 // Ordered: p bound; 0 = none given
+	Tolerance float64 // Within
+}
+
+// Parse reads a rule file. file names it in errors ("rules.txt:3: ...").
+func Parse(file, text string) ([]Rule, error) {
+	var rules []Rule
+	seen := map[string]int{}
+	for i, raw := range strings.Split(text, "\n") {
+		line := raw
+		if k := strings.IndexByte(line, '#'); k >= 0 {
+			line = line[:k]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		r, err := parseLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s:%d: %v (in %q)", ErrParse, file, i+1, err, strings.TrimSpace(raw))
+		}
+		if prev, ok := seen[r.Name]; ok {
+			return nil, fmt.Errorf("%w %s:%d: rule name %q already used on line %d", ErrParse, file, i+1, r.Name, prev)
+		}
+		seen[r.Name] = i + 1
+		r.Line, r.Text = i+1, line
+		rules = append(rules, r)
+	}
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("%w %s: no rules", ErrParse, file)
+	}
+	return rules, nil
+}
+
+func parseLine(line string) (Rule, error) {
+	var r Rule
+	colon := strings.IndexByte(line, ':')
+	if colon <= 0 {
+		return r, errors.New("want \"<name>: <rule>\"")
+	}
+	r.Name = strings.TrimSpace(line[:colon])
+	if strings.ContainsAny(r.Name, " \t") {
+		return r, fmt.Errorf("rule name %q has a space", r.Name)
+	}
+	body := strings.TrimSpace(line[colon+1:])
+	var opts string
+	if k := strings.IndexByte(body, ','); k >= 0 {
+		body, opts = strings.TrimSpace(body[:k]), strings.TrimSpace(body[k+1:])
+	}
+	f := strings.Fields(body)
+	if len(f) < 5 {
+		return r, errors.New("too few words: want \"X > Y on <metric> in every pair\" or \"X within <v> of Y on <metric>\"")
+	}
+	r.X = f[0]
+	switch f[1] {
+	case ">", "<":
+		r.Kind, r.Greater = Ordered, f[1] == ">"
+		if len(f) != 8 || f[3] != "on" || strings.Join(f[5:], " ") != "in every pair" {
+			return r, errors.New("want \"X > Y on <metric> in every pair\"")
+		}
+		r.Y, r.Metric = f[2], f[4]
+		if opts != "" {
+			o := strings.Fields(opts)
+			if len(o) != 3 || o[0] != "p" || o[1] != "<=" {
+				return r, fmt.Errorf("option %q: want \"p <= <alpha>\"", opts)
+			}
+			a, err := strconv.ParseFloat(o[2], 64)
+			if err != nil || a <= 0 || a > 1 {
+				return r, fmt.Errorf("alpha %q is not a number in (0, 1]", o[2])
+			}
+			r.Alpha = a
+		}
+	case "within":
+		r.Kind = Within
+		v, err := strconv.ParseFloat(f[2], 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return r, fmt.Errorf("tolerance %q is not a non-negative number", f[2])
+		}
+		r.Tolerance = v
+		rest := f[3:]
+		unit := ""
+		if len(rest) > 0 && rest[0] != "of" {
+			unit, rest = rest[0], rest[1:]
+		}
+		if len(rest) != 4 || rest[0] != "of" || rest[2] != "on" {
+			return r, errors.New("want \"X within <v> [unit] of Y on <metric>\"")
+		}
+		r.Y, r.Metric = rest[1], rest[3]
+		if u, ok := Metrics[r.Metric]; ok && unit != "" && unit != u {
+			return r, fmt.Errorf("unit %q does not match metric %s (%s)", unit, r.Metric, u)
+		}
+		if opts != "" {
+			return r, fmt.Errorf("option %q: a within rule takes none", opts)
+		}
+	default:
+		return r, fmt.Errorf("comparison %q: want \">\", \"<\" or \"within\"", f[1])
+	}
+	if _, ok := Metrics[r.Metric]; !ok {
+		return r, fmt.Errorf("unknown metric %q (want one of %s)", r.Metric, metricNames())
+	}
+	if r.X == r.Y {
+		return r, fmt.Errorf("compares arm %s with itself", r.X)
+	}
+	return r, nil
+}
+
+func metricNames() string {
+	var n []string
+	for k := range Metrics {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+// Row is one row of the run: one arm, its figures averaged over the row's
+// connections. A metric absent from Values was not measured in that row.
+type Row struct {
+	Arm    string
+	Values map[string]float64
+}
+
+// Status is a verdict's outcome.
+type Status int
+
+const (
+	Confirmed Status = iota
+	NotConfirmed
+	NotJudged
+)
+
+func (s Status) String() string {
+	switch s {
+	case Confirmed:
+		return "CONFIRMED"
+	case NotConfirmed:
+		return "NOT CONFIRMED"
+	}
+	return "NOT JUDGED"
+}
+
+// Verdict is one rule's outcome, with the figures it rests on.
+type Verdict struct {
+	Rule   Rule
+	Status Status
+	Detail string
+	// Ordered rules: the exact one-sided p as a fraction Num/Den.
+	PNum, PDen int64
+}
+
+// String prints "name: STATUS: detail".
+func (v Verdict) String() string {
+	return fmt.Sprintf("%s: %s: %s", v.Rule.Name, v.Status, v.Detail)
+}
+
+// Judge applies every rule to the rows (in run order). unavailable maps an arm
+// that could not run to the reason.
+func Judge(rules []Rule, rows []Row, unavailable map[string]string) []Verdict {
+	out := make([]Verdict, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, judgeOne(r, rows, unavailable))
+	}
+	return out
+}
+
+func values(rows []Row, arm, metric string) (vals []float64, missing int) {
+	for _, row := range rows {
+		if row.Arm != arm {
+			continue
+		}
+		v, ok := row.Values[metric]
+		if !ok {
+			missing++
+			continue
+		}
+		vals = append(vals, v)
+	}
+	return vals, missing
+}
+
+func judgeOne(r Rule, rows []Row, unavailable map[string]string) Verdict {
+	v := Verdict{Rule: r, Status: NotJudged}
+	for _, arm := range []string{r.X, r.Y} {
+		if why, ok := unavailable[arm]; ok {
+			v.Detail = fmt.Sprintf("arm %s did not run (%s)", arm, why)
+			return v
+		}
+	}
+	xs, mx := values(rows, r.X, r.Metric)
+	ys, my := values(rows, r.Y, r.Metric)
+	for _, c := range []struct {
+		arm     string
+		n, miss int
+	}{{r.X, len(xs), mx}, {r.Y, len(ys), my}} {
+		if c.miss > 0 {
+			v.Detail = fmt.Sprintf("%s not measured in %d row(s) of arm %s", r.Metric, c.miss, c.arm)
+			return v
+		}
+		if c.n == 0 {
+			v.Detail = fmt.Sprintf("arm %s has no rows", c.arm)
+			return v
+		}
+	}
+	unit := Metrics[r.Metric]
+	switch r.Kind {
+	case Within:
+		mX, mY := median(xs), median(ys)
+		d := math.Abs(mX - mY)
+		v.Detail = fmt.Sprintf("%s median %s %s, %s median %s %s: differ by %s, tolerance %s",
+			r.X, num(mX), unit, r.Y, num(mY), unit, num(d), num(r.Tolerance))
+		if d <= r.Tolerance {
+			v.Status = Confirmed
+		} else {
+			v.Status = NotConfirmed
+		}
+		return v
+	default:
+		pairs := len(xs)
+		if len(ys) < pairs {
+			pairs = len(ys)
+		}
+		won := 0
+		for i := 0; i < pairs; i++ {
+			if (r.Greater && xs[i] > ys[i]) || (!r.Greater && xs[i] < ys[i]) {
+				won++
+			}
+		}
+		a, b := xs, ys
+		if !r.Greater {
+			a, b = negate(xs), negate(ys)
+		}
+		num64, den, err := RankP(a, b)
+		op := ">"
+		if !r.Greater {
+			op = "<"
+		}
+		if err != nil {
+			v.Detail = err.Error()
+			return v
+		}
+		v.PNum, v.PDen = num64, den
+		p := float64(num64) / float64(den)
+		v.Detail = fmt.Sprintf("%s %s %s on %s in %d of %d pairs (%s %s, %s %s %s); one-sided exact p = %d/%d = %.3f",
+			r.X, op, r.Y, r.Metric, won, pairs, r.X, span(xs), r.Y, span(ys), unit, num64, den, p)
+		v.Status = Confirmed
+		if won < pairs {
+			v.Status = NotConfirmed
+		}
+		if r.Alpha > 0 {
+			if p <= r.Alpha+1e-12 {
+				v.Detail += fmt.Sprintf(" <= %g", r.Alpha)
+			} else {
+				v.Detail += fmt.Sprintf(" > %g", r.Alpha)
+				v.Status = NotConfirmed
+			}
+		}
+		if len(xs) != len(ys) {
+			v.Detail += fmt.Sprintf("; unequal rows (%d vs %d), pairs taken in run order", len(xs), len(ys))
+		}
+		return v
+	}
+}
+
+// RankP is the exact one-sided p-value that xs sit above ys: the fraction of
+// all C(n+m, n) ways to split the pooled values into groups of those sizes
+// whose Mann–Whitney count (pairs x > y, ties counting one half) is at least
+// the observed one. Under exchangeability every split is equally likely, so
+// with ties the pooled values' own ties are kept. It is exact, returned as a
+// reduced fraction; splits are enumerated, so n+m is capped at 24.
+func RankP(xs, ys []float64) (num, den int64, err error) {
+	n, m := len(xs), len(ys)
+	if n == 0 || m == 0 {
+		return 0, 0, errors.New("judge: a rank p-value needs rows on both sides")
+	}
+	if n+m > 24 {
+		return 0, 0, fmt.Errorf("judge: %d rows are too many for the exact enumeration (at most 24)", n+m)
+	}
+	pool := append(append([]float64(nil), xs...), ys...)
+	u2 := func(mask uint32) int { // twice U, so ties stay integral
+		s := 0
+		for i := range pool {
+			if mask&(1<<i) == 0 {
+				continue
+			}
+			for j := range pool {
+				if mask&(1<<j) != 0 {
+					continue
+				}
+				switch {
+				case pool[i] > pool[j]:
+					s += 2
+				case pool[i] == pool[j]:
+					s++
+				}
+			}
+		}
+		return s
+	}
+	obs := u2(1<<n - 1)
+	var count, total int64
+	for mask := uint32(0); mask < 1<<(n+m); mask++ {
+		if popcount(mask) != n {
+			continue
+		}
+		total++
+		if u2(mask) >= obs {
+			count++
+		}
+	}
+	g := new(big.Int).GCD(nil, nil, big.NewInt(count), big.NewInt(total)).Int64()
+	return count / g, total / g, nil
+}
+
+func popcount(x uint32) int {
+	c := 0
+	for ; x != 0; x &= x - 1 {
+		c++
+	}
+	return c
+}
+
+func negate(v []float64) []float64 {
+	o := make([]float64, len(v))
+	for i, x := range v {
+		o[i] = -x
+	}
+	return o
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func span(v []float64) string {
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	if num(lo) == num(hi) {
+		return num(lo)
+	}
+	return num(lo) + "–" + num(hi)
+}
+
+// num prints a figure with three significant digits (at least one decimal
+// below 10), as the bench's tables do.
+func num(x float64) string {
+	a := math.Abs(x)
+	switch {
+	case a >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
