@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Proves nic/i219 on QEMU's e1000e (an emulated 82574L) under TCG: builds a
+# static guest test program, a busybox initramfs with the uio and vfio modules
+# of Debian's kernel, boots it, and reads one "CHECK <name> PASS|FAIL" line per
+# check from the guest console. Prints "qemu: N passed, M failed" and exits
+# non-zero on any failure. Idempotent; installs its Debian packages if missing.
+#
+# Environment: NETRAMP_QEMU_KEEP=1 keeps the work directory;
+# NETRAMP_QEMU_BOOTS="plain iommu" selects boots; NETRAMP_QEMU_TIMEOUT is the
+# per-boot limit in seconds (default 240).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+
+BOOT_TIMEOUT=${NETRAMP_QEMU_TIMEOUT:-240}
+BOOTS=${NETRAMP_QEMU_BOOTS:-"plain iommu"}
+CACHE=${NETRAMP_QEMU_CACHE:-/var/tmp/netramp-qemu}
+WORK=$(mktemp -d /tmp/netramp-qemu.XXXXXX)
+PIDS=()
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [ "${NETRAMP_QEMU_KEEP:-0}" = 1 ]; then
+		echo "qemu: work directory kept: $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf 'qemu: %s\n' "$*"; }
+die() { printf 'qemu: FATAL: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- packages
+ensure_packages() {
+	local need=()
+	command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+	dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+	command -v cpio >/dev/null || need+=(cpio)
+	command -v xz >/dev/null || need+=(xz-utils)
+	command -v zstd >/dev/null || need+=(zstd)
+	command -v readelf >/dev/null || need+=(binutils)
+	[ -n "$(pick_kernel)" ] || need+=(linux-image-amd64)
+	[ ${#need[@]} -eq 0 ] && return 0
+	log "installing ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	# The guest boots without an initrd of Debian's making: skip building one.
+	export INITRD=No
+	if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+		apt-get update -q >"$WORK/apt.log" 2>&1 || { tail -20 "$WORK/apt.log"; die "apt-get update failed"; }
+	fi
+	if ! apt-get install -y -q --no-install-recommends "${need[@]}" >>"$WORK/apt.log" 2>&1; then
+		apt-get update -q >>"$WORK/apt.log" 2>&1 || true
+		apt-get install -y -q --no-install-recommends "${need[@]}" >>"$WORK/apt.log" 2>&1 ||
+			{ tail -20 "$WORK/apt.log"; die "apt-get install ${need[*]} failed"; }
+	fi
+	[ -n "$(pick_kernel)" ] || die "no kernel with VFIO modules under /boot and /lib/modules"
+}
+
+# pick_kernel prints the newest kernel version that has both an image in
+# /boot and the vfio-pci module.
+pick_kernel() {
+	local v
+	for v in $(ls /lib/modules 2>/dev/null | sort -V -r); do
+		if [ -f "/boot/vmlinuz-$v" ] && compgen -G "/lib/modules/$v/kernel/drivers/vfio/pci/vfio-pci.ko*" >/dev/null; then
+			echo "$v"
+			return
+		fi
+	done
+}
+
+# ---------------------------------------------------------------- kernel
+# kernel_image prints the image to boot: the uncompressed vmlinux when it can
+# be extracted from the bzImage and carries the PVH entry note (boots in half
+# the time under TCG, no decompressor), else the bzImage itself.
+kernel_image() {
+	local ver=$1 bz=/boot/vmlinuz-$1 out=$CACHE/vmlinux-$1
+	mkdir -p "$CACHE"
+	if [ -s "$out" ] && has_pvh_note "$out"; then
+		echo "$out"
+		return
+	fi
+	local off tmp=$out.tmp.$$
+	# An xz stream starts FD 37 7A 58 5A 00, a zstd frame 28 B5 2F FD.
+	for off in $(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$bz" | cut -d: -f1); do
+		if xz -dc --single-stream <(tail -c +$((off + 1)) "$bz") >"$tmp" 2>/dev/null && has_pvh_note "$tmp"; then
+			mv "$tmp" "$out"
+			echo "$out"
+			return
+		fi
+	done
+	for off in $(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$bz" | cut -d: -f1); do
+		if zstd -dcq <(tail -c +$((off + 1)) "$bz") >"$tmp" 2>/dev/null && has_pvh_note "$tmp"; then
+			mv "$tmp" "$out"
+			echo "$out"
+			return
+		fi
+	done
+	rm -f "$tmp"
+	echo "$bz"
+}
+
+# has_pvh_note: an ELF with XEN_ELFNOTE_PHYS32_ENTRY (type 18), which QEMU's
+# -kernel needs to enter an uncompressed kernel through PVH.
+has_pvh_note() {
+	[ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ] || return 1
+	readelf -n "$1" 2>/dev/null | grep -q '^  Xen .*(0x00000012)'
+}
+
+# ---------------------------------------------------------------- initramfs
+MODULES="uio uio_pci_generic irqbypass vfio vfio_virqfd vfio_iommu_type1 vfio-pci-core vfio-pci"
+
+build_initramfs() {
+	local ver=$1 dir=$WORK/initramfs m f
+	mkdir -p "$dir"/{bin,dev,proc,sys,etc,lib/modules,tmp}
+	cp /bin/busybox "$dir/bin/busybox"
+	cp "$WORK/i219check" "$dir/bin/i219check"
+	: >"$dir/etc/modules"
+	for m in $MODULES; do
+		f=$(find "/lib/modules/$ver/kernel" -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" -o -name "$m.ko.gz" | head -1)
+		if [ -z "$f" ]; then
+			# Built in or folded into another module in this kernel version.
+			grep -q "/$m.ko" "/lib/modules/$ver/modules.builtin" 2>/dev/null || log "module $m absent in $ver (skipped)"
+			continue
+		fi
+		case $f in
+		*.xz) xz -dc "$f" >"$dir/lib/modules/$m.ko" ;;
+		*.zst) zstd -dcq "$f" >"$dir/lib/modules/$m.ko" ;;
+		*.gz) gzip -dc "$f" >"$dir/lib/modules/$m.ko" ;;
+		*) cp "$f" "$dir/lib/modules/$m.ko" ;;
+		esac
+		echo "$m" >>"$dir/etc/modules"
+	done
+	cp "$ROOT/ci/qemu/init.sh" "$dir/init"
+	chmod +x "$dir/init" "$dir/bin/busybox" "$dir/bin/i219check"
+	# Uncompressed: a decompressor under TCG costs seconds.
+	(cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$WORK/initramfs.cpio"
+}
+
+# ---------------------------------------------------------------- boots
+PASSED=0
+FAILED=0
+RESULTS=()
+
+record() { # record NAME PASS|FAIL DETAIL
+	RESULTS+=("$1 $2 $3")
+	if [ "$2" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+	printf 'qemu: check %-18s %s %s\n' "$1" "$2" "$3"
+}
+
+# boot NAME IOMMU PLAN EXPECTED...: one guest boot; PLAN is
+# backend:check,check/backend:check,...; EXPECTED names the checks that must
+# print PASS (as check/backend).
+boot() {
+	local name=$1 iommu=$2 plan=$3
+	shift 3
+	local con=$WORK/$name.console pcap=$WORK/$name.pcap mon=$WORK/$name.mon
+	local machine=q35 devs=() append="console=ttyS0 panic=-1 quiet loglevel=4 netramp.plan=$plan"
+	if [ "$iommu" = 1 ]; then
+		machine=q35,kernel-irqchip=split
+		devs+=(-device intel-iommu,intremap=on)
+		append+=" intel_iommu=on"
+	fi
+	local start
+	start=$(date +%s%N)
+	timeout "$BOOT_TIMEOUT" qemu-system-x86_64 -accel tcg -M "$machine" -m 512 -smp 1 \
+		-nographic -no-reboot \
+		-kernel "$KIMG" -initrd "$WORK/initramfs.cpio" -append "$append" \
+		-monitor "unix:$mon,server=on,wait=off" \
+		"${devs[@]}" \
+		-netdev "user,id=n0" \
+		-device e1000e,netdev=n0,romfile=,mac=52:54:00:12:34:56 \
+		-object "filter-dump,id=f0,netdev=n0,file=$pcap" \
+		</dev/null >"$con" 2>&1 &
+	local qpid=$!
+	PIDS+=("$qpid")
+	local rc=0
+	wait "$qpid" || rc=$?
+	local ms=$((($(date +%s%N) - start) / 1000000))
+	log "boot $name: qemu exit $rc after $((ms / 1000)).$((ms % 1000 / 100))s (console $con)"
+	local c bad=0
+	for c in "$@"; do
+		local line
+		line=$(grep -a "^CHECK $c " "$con" | tail -1 | tr -d '\r') || true
+		case $line in
+		"CHECK $c PASS"*) record "$c" PASS "${line#CHECK $c PASS }" ;;
+		"CHECK $c FAIL"*) record "$c" FAIL "${line#CHECK $c FAIL }"; bad=1 ;;
+		*) record "$c" FAIL "no result line (qemu exit $rc)"; bad=1 ;;
+		esac
+	done
+	if [ $bad = 1 ] || [ $rc != 0 ]; then
+		log "---- tail of $name console"
+		tail -40 "$con" | tr -d '\r'
+		log "----"
+	fi
+}
+
+# ---------------------------------------------------------------- main
+command -v go >/dev/null || die "go not on PATH"
+ensure_packages
+KVER=$(pick_kernel)
+KIMG=$(kernel_image "$KVER")
+log "kernel $KVER, booting $KIMG"
+
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$WORK/i219check" ./nic/i219/cmd/i219check
+build_initramfs "$KVER"
+log "initramfs $(du -h "$WORK/initramfs.cpio" | cut -f1)"
+
+for b in $BOOTS; do
+	case $b in
+	plain) boot plain 0 "sysfs:regs/uio:regs" regs/sysfs regs/uio ;;
+	iommu) boot iommu 1 "vfio:regs" regs/vfio ;;
+	*) die "unknown boot $b" ;;
+	esac
+done
+
+log "summary (total $SECONDS s):"
+printf '  %s\n' "${RESULTS[@]}"
+echo "qemu: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -1,0 +1,108 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Register offsets in BAR0 (82574L datasheet §10.2).
+const (
+	regCTRL   = 0x0000
+	regSTATUS = 0x0008
+)
+
+// STATUS bits (82574L datasheet §10.2.2.2).
+const (
+	statusFD = 1 << 0 // full duplex
+	statusLU = 1 << 1 // link up
+)
+
+// findCard returns the sysfs directory of the first PCI function whose
+// vendor:device is 8086:10d3, the 82574L that QEMU's e1000e models.
+func findCard() (string, error) {
+	if pciAddr != "" {
+		return filepath.Join("/sys/bus/pci/devices", pciAddr), nil
+	}
+	dirs, err := filepath.Glob("/sys/bus/pci/devices/*")
+	if err != nil {
+		return "", err
+	}
+	for _, d := range dirs {
+		v, _ := readHex(filepath.Join(d, "vendor"))
+		id, _ := readHex(filepath.Join(d, "device"))
+		if v == 0x8086 && id == 0x10d3 {
+			return d, nil
+		}
+	}
+	return "", errors.New("no 8086:10d3 PCI function in /sys/bus/pci/devices")
+}
+
+func readHex(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(b)), "0x"), 16, 32)
+}
+
+// bar0 maps the card's first memory BAR through sysfs resource0.
+type bar0 struct{ mem []byte }
+
+func mapBAR0(dev string) (*bar0, error) {
+	f, err := os.OpenFile(filepath.Join(dev, "resource0"), os.O_RDWR|os.O_SYNC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap resource0: %w", err)
+	}
+	return &bar0{mem: mem}, nil
+}
+
+func (b *bar0) read32(off uint32) uint32 {
+	return *(*uint32)(unsafe.Pointer(&b.mem[off]))
+}
+
+func (b *bar0) close() { unix.Munmap(b.mem) }
+
+// checkRegs reads CTRL and STATUS and requires a full-duplex link that is up,
+// which is how QEMU presents the card after reset with its netdev connected.
+func checkRegs(backend string) (string, error) {
+	dev, err := findCard()
+	if err != nil {
+		return "", err
+	}
+	drv := "none"
+	if l, err := os.Readlink(filepath.Join(dev, "driver")); err == nil {
+		drv = filepath.Base(l)
+	}
+	b, err := mapBAR0(dev)
+	if err != nil {
+		return "", err
+	}
+	defer b.close()
+	ctrl, status := b.read32(regCTRL), b.read32(regSTATUS)
+	detail := fmt.Sprintf("dev=%s driver=%s CTRL=%#08x STATUS=%#08x", filepath.Base(dev), drv, ctrl, status)
+	if ctrl == 0xffffffff || status == 0xffffffff {
+		return "", fmt.Errorf("BAR0 reads all ones (%s)", detail)
+	}
+	if status&(statusLU|statusFD) != statusLU|statusFD {
+		return "", fmt.Errorf("link not up at full duplex (%s)", detail)
+	}
+	return detail, nil
+}
