@@ -375,18 +375,17 @@ func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
 	if limited {
 		c.cwnd += c.hs.growth(acked, c.smss)
 	}
-	entered, resumed := c.hs.onRTT(a.RTT)
-	if entered {
+	ev := c.hs.onRTT(a.RTT)
+	if ev.entered {
 		c.counters.CSS.Inc()
 	}
-	if resumed {
-		c.counters.Resumed.Inc()
-	}
-	ended, firstEntry, exit := c.hs.onCumAck(a.SndUna, c.sndNxt)
-	if ended && firstEntry {
+	if ev.firstInRound {
 		c.counters.CSSEntryRounds.Inc()
 	}
-	if exit {
+	if ev.resumed {
+		c.counters.Resumed.Inc()
+	}
+	if c.hs.onCumAck(a.SndUna, c.sndNxt) {
 		c.exitSlowStart(a.Now)
 	}
 }
@@ -415,7 +414,9 @@ func (c *Controller) OnCongestion(now time.Duration, inFlight int) {
 	c.cwndPrior = c.cwnd
 	c.cub.onReduction(c.cwnd)
 	c.ssthresh = reducedWindow(flight, c.smss)
-	c.cwnd = c.ssthresh
+	// cwnd = max(ssthresh, 2·SMSS) (§4.6), but a reduction never raises cwnd
+	// above max(cwnd, 2·SMSS) when the flight exceeded cwnd.
+	c.cwnd = min(c.ssthresh, max(c.cwnd, 2*c.smss))
 	c.hs.stop()
 	c.fastRecovery = true
 	c.recoveryPoint = c.sndNxt

@@ -129,7 +129,7 @@ func TestPacingRateIsTwiceInSlowStartAndOnePointTwoAfter(t *testing.T) {
 	if r := s.c.PacingRate(0); r != 0 {
 		t.Fatalf("rate without srtt %v", r)
 	}
-	s.c.OnCongestion(0, 20*smss)
+	s.c.OnCongestion(0, 10*smss)
 	want := 1.2 * float64(s.c.Cwnd()) / 0.01
 	if r := s.c.PacingRate(10 * time.Millisecond); r != want {
 		t.Fatalf("congestion avoidance rate %v, want %v", r, want)

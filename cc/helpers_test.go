@@ -73,3 +73,32 @@ func (s *sim) counter(name string) uint64 {
 }
 
 func (s *sim) advance(d time.Duration) { s.now += d }
+
+const ms = time.Millisecond
+
+// round sends len(rtts) segments ending on the congestion window, then
+// acknowledges them one a time with the given RTT samples; the last ACK
+// reaches windowEnd and ends the round.
+func (s *sim) round(rtts ...time.Duration) {
+	s.send(len(rtts)*smss, StopCwnd)
+	for _, r := range rtts {
+		s.ack(smss, r)
+	}
+}
+
+// rep returns n copies of d.
+func rep(n int, d time.Duration) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
+func cat(parts ...[]time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}

@@ -19,7 +19,16 @@ const (
 	hsCSSRounds     = 5
 	hsLUnpaced      = 8 // L when the sender does not pace (§4.3)
 	noRTT           = time.Duration(math.MaxInt64)
+	// hsMaxRTTSample bounds a sample so last + RttThresh cannot overflow.
+	hsMaxRTTSample = time.Hour
 )
+
+// hsEvent is what one RTT sample did to HyStart++.
+type hsEvent struct {
+	entered      bool // entered CSS
+	firstInRound bool // ... for the first time in this round
+	resumed      bool // left CSS for slow start: the RTT rise was spurious
+}
 
 // hystart is the per-connection HyStart++ state (RFC 9406 §4.2).
 type hystart struct {
@@ -92,58 +101,62 @@ func rttThresh(lastRoundMin time.Duration) time.Duration {
 // with at least N_RTT_SAMPLE samples, for CSS entry in slow start or for a
 // spurious entry in CSS (RFC 9406 §4.2). A round's minimum only falls, so one
 // round can enter and resume more than once.
-func (h *hystart) onRTT(rtt time.Duration) (entered, resumed bool) {
+func (h *hystart) onRTT(rtt time.Duration) (ev hsEvent) {
 	if !h.active || rtt <= 0 {
-		return false, false
+		return ev
 	}
+	rtt = min(rtt, hsMaxRTTSample)
 	h.currentRoundMin = min(h.currentRoundMin, rtt)
 	h.samples++
 	if h.samples < hsNRTTSample {
-		return false, false
+		return ev
 	}
 	if !h.css {
 		if h.currentRoundMin == noRTT || h.lastRoundMin == noRTT {
-			return false, false
+			return ev
 		}
 		if h.currentRoundMin >= h.lastRoundMin+rttThresh(h.lastRoundMin) {
 			h.css = true
 			h.cssBaseline = h.currentRoundMin
 			h.cssRounds = 0
 			h.cssRemainder = 0
+			ev.entered = true
+			ev.firstInRound = !h.enteredThisRound
 			h.enteredThisRound = true
-			return true, false
 		}
-		return false, false
+		return ev
 	}
 	if h.currentRoundMin < h.cssBaseline {
 		h.css = false
 		h.cssBaseline = noRTT
-		return false, true
+		ev.resumed = true
 	}
-	return false, false
+	return ev
 }
 
-// onCumAck ends the round when the cumulative ACK reaches windowEnd, counts
-// CSS rounds (the partial round of entry counts, RFC 9406 §4.2), and reports
-// whether the round just ended had a CSS entry and whether CSS_ROUNDS are done.
-func (h *hystart) onCumAck(sndUna, sndNxt uint64) (ended, hadEntry, exit bool) {
+// onCumAck ends the round when the cumulative ACK reaches windowEnd and
+// starts the next with windowEnd = SND.NXT; with nothing outstanding the next
+// round opens at the next ACK instead. It counts CSS rounds (the partial
+// round of entry counts, RFC 9406 §4.2) and reports whether CSS_ROUNDS are
+// done, which ends slow start.
+func (h *hystart) onCumAck(sndUna, sndNxt uint64) (exit bool) {
 	if !h.active || !h.roundOpen || sndUna < h.windowEnd {
-		return false, false, false
+		return false
 	}
-	hadEntry = h.enteredThisRound
 	h.enteredThisRound = false
 	h.lastRoundMin = h.currentRoundMin
 	h.currentRoundMin = noRTT
 	h.samples = 0
 	h.windowEnd = sndNxt
+	h.roundOpen = sndNxt > sndUna
 	if h.css {
 		h.cssRounds++
 		if h.cssRounds >= hsCSSRounds {
 			h.stop()
-			return true, hadEntry, true
+			return true
 		}
 	}
-	return true, hadEntry, false
+	return false
 }
 
 // finite maps the internal infinity to 0 ("none") for State.
