@@ -102,7 +102,7 @@ func TestAcksWithoutRTTSamplesDoNotCountTowardEight(t *testing.T) {
 
 func TestSlowStartGrowthIsCappedAtEightSegmentsPerAck(t *testing.T) {
 	cases := []struct {
-		name           string
+		name          string
 		acked, growth int
 	}{
 		{"one segment", smss, smss},
