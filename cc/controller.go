@@ -542,7 +542,7 @@ func (c *Controller) noteMax() {
 // reducedWindow is RFC 9438 §4.6's multiplicative decrease from the flight,
 // with its floor: max(β·flight, 2·SMSS).
 func reducedWindow(flight, smss int) int {
-	w := int(float64(flight) * beta)
+	w := flight * betaNum / betaDen // exact; flight ≤ maxWindow cannot overflow
 	if w < 2*smss {
 		w = 2 * smss
 	}

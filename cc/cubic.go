@@ -8,7 +8,9 @@ import (
 // CUBIC's constants (RFC 9438 §4.1, §4.3): C in segments per second cubed.
 const (
 	cubicC    = 0.4
-	beta      = 0.7
+	betaNum   = 7
+	betaDen   = 10
+	beta      = float64(betaNum) / betaDen
 	alphaReno = 3 * (1 - beta) / (1 + beta) // §4.3's α_cubic until W_est reaches cwnd_prior
 )
 
@@ -111,11 +113,17 @@ func (q *cubic) alpha(cwndPrior int) float64 {
 	return alphaReno
 }
 
+// cubicMaxSteps bounds the per-segment steps one ACK is split into; beyond
+// it a step covers more than one segment.
+const cubicMaxSteps = 64
+
 // onAck applies one congestion-avoidance ACK of acked bytes to *cwnd and
 // reports whether it was in the Reno-friendly region. Time the gate found not
 // limited is cut from t (§5.8 with the gate of limited.go); such ACKs grow
-// nothing. Growth per ACK is (target − cwnd)·acked/cwnd with the fraction
-// carried, so N ACKs of one segment grow like one ACK of N (§4.4, §4.5).
+// nothing. The ACK is applied as one step per SMSS acknowledged, each growing
+// cwnd by (target − cwnd)/cwnd of its bytes with the fraction carried, so one
+// ACK of N segments grows like N ACKs of one (§4.4, §4.5; RFC 3465's byte
+// counting).
 func (q *cubic) onAck(now time.Duration, acked int, cwnd *int, cwndPrior int, rtt time.Duration, limited bool) (renoFriendly bool) {
 	if !q.epochValid {
 		q.startEpoch(now, *cwnd)
@@ -130,40 +138,51 @@ func (q *cubic) onAck(now time.Duration, acked int, cwnd *int, cwndPrior int, rt
 	if acked <= 0 || *cwnd <= 0 {
 		return false
 	}
-	w := float64(*cwnd)
-	a := float64(acked)
-	t := (now - q.epochStart).Seconds()
-	if t < 0 {
-		t = 0
+	t := max((now - q.epochStart).Seconds(), 0)
+	ahead := max(t+rtt.Seconds(), 0)
+	steps := (acked + int(q.smss) - 1) / int(q.smss)
+	steps = min(steps, cubicMaxSteps)
+	for i := 0; i < steps; i++ {
+		// Bytes of step i: acked split as evenly as integers allow.
+		part := acked*(i+1)/steps - acked*i/steps
+		if q.step(t, ahead, float64(part), cwnd, cwndPrior) {
+			renoFriendly = true
+		}
 	}
+	return renoFriendly
+}
+
+// step grows *cwnd for part bytes acknowledged at t seconds into the epoch.
+func (q *cubic) step(t, ahead, part float64, cwnd *int, cwndPrior int) (renoFriendly bool) {
+	w := float64(*cwnd)
 
 	// §4.3: the Reno estimate grows by α·acked/cwnd segments.
-	q.wEst += q.alpha(cwndPrior) * q.smss * a / w
-
+	q.wEst += q.alpha(cwndPrior) * q.smss * part / w
+	if q.wEst > maxWindow {
+		q.wEst = maxWindow
+	}
 	if q.wCubic(t) < q.wEst {
 		if q.wEst > w {
-			next := math.Min(q.wEst, maxWindow)
-			*cwnd = int(next)
+			*cwnd = int(q.wEst)
 		}
 		q.remainder = 0
 		return true
 	}
 
 	// §4.4/§4.5: the target one RTT ahead, held within [cwnd, 1.5·cwnd].
-	target := q.wCubic(t + rtt.Seconds())
+	target := q.wCubic(ahead)
 	if target < w {
 		target = w
 	}
 	if target > 1.5*w {
 		target = 1.5 * w
 	}
-	inc := (target-w)*a/w + q.remainder
+	inc := (target-w)*part/w + q.remainder
 	if inc > target-w {
 		inc = target - w
 	}
 	whole := math.Floor(inc)
 	q.remainder = inc - whole
-	next := math.Min(w+whole, maxWindow)
-	*cwnd = int(next)
+	*cwnd = int(math.Min(w+whole, maxWindow))
 	return false
 }

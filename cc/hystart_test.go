@@ -284,11 +284,12 @@ func TestHyStartExitSetsCwndPriorToCwnd(t *testing.T) {
 	if st.CwndPrior != st.Cwnd {
 		t.Fatalf("cwnd_prior %d, want cwnd %d at the hand-off (RFC 9438 §4.10)", st.CwndPrior, st.Cwnd)
 	}
-	// With W_est = cwnd_prior the Reno estimate grows with α = 1: an ACK of a
-	// whole window at the epoch's start grows cwnd by exactly one segment.
+	// With W_est = cwnd_prior the Reno estimate grows with α = 1: an ACK of
+	// one segment at the epoch's start grows W_est, and cwnd, by SMSS²/cwnd.
 	s.send(st.Cwnd, StopCwnd)
-	if g := s.ack(st.Cwnd, 14*ms); g != smss {
-		t.Fatalf("first congestion-avoidance window grew %d, want %d (α = 1)", g, smss)
+	want := int(float64(st.Cwnd) + smss*smss/float64(st.Cwnd))
+	if s.ack(smss, 14*ms); s.c.Cwnd() != want {
+		t.Fatalf("first congestion-avoidance ACK: cwnd %d, want %d (α = 1)", s.c.Cwnd(), want)
 	}
 }
 
