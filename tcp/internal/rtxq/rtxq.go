@@ -1,0 +1,562 @@
+// Package rtxq is the sender's retransmission queue: one entry per segment
+// sent and not yet cumulatively acknowledged, with its send times, SACK and
+// loss marks. On it run RACK-TLP loss detection (RFC 8985), the RFC 6675
+// pipe, and D-SACK detection (RFC 2883). It reads no clock: every event
+// carries its time, a time.Duration since the caller's origin.
+//
+// Offsets are 64-bit stream offsets; the caller converts sequence numbers and
+// validates them first. Still, nothing a peer can put in an ACK makes the
+// queue panic or grow: SACK blocks outside the outstanding range are clipped,
+// and a block covering part of a segment marks nothing (segments are never
+// split by SACK), so the entry count is bounded by Push alone.
+package rtxq
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Range is a half-open range of stream offsets [Start, End): a SACK block.
+type Range struct{ Start, End uint64 }
+
+// ErrFull reports a Push beyond the queue's segment bound.
+var ErrFull = errors.New("rtxq: queue holds its maximum number of segments")
+
+// ErrNotContiguous reports a Push that does not start where the last ended.
+var ErrNotContiguous = errors.New("rtxq: pushed segment is not contiguous with the queue")
+
+// ErrEmptySegment reports a Push with End <= Start. A FIN takes one offset of
+// its own, so it is never empty.
+var ErrEmptySegment = errors.New("rtxq: empty segment")
+
+// Seg is one segment as sent. Times are the caller's durations since its
+// origin. A Lost segment waits for retransmission until Retransmitted; a
+// retransmitted one is in flight again and RACK may mark it lost again.
+type Seg struct {
+	Start, End          uint64
+	FirstSent, LastSent time.Duration
+	Retrans             int
+	Sacked, Lost, Acked bool
+	Fin                 bool
+	// RetransInFlight: a retransmission sent since the segment was last
+	// marked lost is outstanding (it counts in pipe, RFC 6675 §4).
+	RetransInFlight bool
+}
+
+// Len is End-Start.
+func (s Seg) Len() uint64 { return s.End - s.Start }
+
+// AckResult is what one ACK changed.
+type AckResult struct {
+	CumAcked    uint64        // bytes by which SND.UNA advanced
+	NewlySacked uint64        // bytes SACKed by this ACK for the first time
+	RTT         time.Duration // Karn-clean sample (newest never-retransmitted segment newly delivered), 0 none
+	DSACK       bool          // the first SACK block reports a duplicate (RFC 2883 §4)
+	// SpuriousHint: this ACK suggests a retransmission was unnecessary: a
+	// D-SACK for a range recently retransmitted, or a retransmitted segment
+	// acknowledged sooner than the minimum RTT after its retransmission.
+	SpuriousHint bool
+	Delivered    uint64 // bytes newly delivered: CumAcked not SACKed before, plus NewlySacked
+}
+
+// DupThresh is RFC 6675's duplicate threshold, used by RFC 8985 §6.2 step 4:
+// with this many segments SACKed and no reordering seen, reo_wnd is 0.
+const DupThresh = 3
+
+// maxReoMult bounds the D-SACK-driven reo_wnd multiplier; reo_wnd is also
+// capped by SRTT, so a larger multiplier would change nothing.
+const maxReoMult = 64
+
+// recentRetx is how many retransmitted ranges are remembered for matching
+// D-SACKs to retransmissions.
+const recentRetx = 32
+
+// Queue is the retransmission queue. Not safe for concurrent use.
+type Queue struct {
+	segs    []Seg // live entries are segs[head:], sorted and contiguous
+	head    int
+	maxSegs int
+
+	una, nxt uint64
+	started  bool
+	lastPush time.Duration
+
+	sackedBytes, lostBytes, retxBytes uint64
+	sackedSegs                        int
+
+	// RACK state (RFC 8985 §6.1).
+	rackValid      bool
+	rackXmit       time.Duration
+	rackEnd        uint64
+	rackRTT        time.Duration
+	fack           uint64
+	minRTT         time.Duration
+	reorderingSeen bool
+	reoMult        int
+	reoPersist     int
+	dsackRound     uint64
+	dsackRoundOn   bool
+	inRecovery     bool
+	lastSRTT       time.Duration
+
+	rtxHint uint64 // no retransmission candidate below this offset
+
+	retxRing [recentRetx]Range
+	retxN    int
+}
+
+// New returns an empty queue holding at most maxSegs segments (at least 1).
+func New(maxSegs int) *Queue {
+	if maxSegs < 1 {
+		maxSegs = 1
+	}
+	return &Queue{maxSegs: maxSegs, reoMult: 1}
+}
+
+func (q *Queue) live() []Seg { return q.segs[q.head:] }
+
+// Len is the number of segments held.
+func (q *Queue) Len() int { return len(q.segs) - q.head }
+
+// Una is the lowest unacknowledged offset (SND.UNA).
+func (q *Queue) Una() uint64 { return q.una }
+
+// Nxt is the offset after the last byte pushed (SND.NXT's high mark).
+func (q *Queue) Nxt() uint64 { return q.nxt }
+
+// Outstanding is SND.NXT - SND.UNA: bytes sent and not cumulatively acked.
+func (q *Queue) Outstanding() uint64 { return q.nxt - q.una }
+
+// SackedBytes is the bytes SACKed above SND.UNA.
+func (q *Queue) SackedBytes() uint64 { return q.sackedBytes }
+
+// LostBytes is the bytes marked lost, not SACKed (retransmitted or not).
+func (q *Queue) LostBytes() uint64 { return q.lostBytes }
+
+// InFlight is RFC 6675 §4's pipe: bytes outstanding, less the SACKed and the
+// lost, plus the retransmissions in flight.
+func (q *Queue) InFlight() uint64 {
+	return q.Outstanding() - q.sackedBytes - q.lostBytes + q.retxBytes
+}
+
+// MinRTT is the smallest Karn-clean RTT the queue has seen, 0 none yet.
+func (q *Queue) MinRTT() time.Duration { return q.minRTT }
+
+// ReorderingSeen reports RACK.reordering_seen (RFC 8985 §6.2 step 3).
+func (q *Queue) ReorderingSeen() bool { return q.reorderingSeen }
+
+// Oldest is the segment at SND.UNA.
+func (q *Queue) Oldest() (Seg, bool) {
+	if q.Len() == 0 {
+		return Seg{}, false
+	}
+	return q.segs[q.head], true
+}
+
+// Newest is the last segment pushed and not yet acknowledged (the TLP probe
+// candidate when no new data can be sent, RFC 8985 §7.3).
+func (q *Queue) Newest() (Seg, bool) {
+	if q.Len() == 0 {
+		return Seg{}, false
+	}
+	return q.segs[len(q.segs)-1], true
+}
+
+// Segs appends a copy of every segment held to dst (for tests and traces).
+func (q *Queue) Segs(dst []Seg) []Seg { return append(dst, q.live()...) }
+
+// Push records newly sent data [start, end), which must continue the queue.
+// A send time earlier than the previous push's is taken as the previous's,
+// so first-send times never decrease along the queue.
+func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
+	if end <= start {
+		return fmt.Errorf("%w: [%d, %d)", ErrEmptySegment, start, end)
+	}
+	if q.started && start != q.nxt {
+		return fmt.Errorf("%w: start %d, queue ends at %d", ErrNotContiguous, start, q.nxt)
+	}
+	if q.Len() >= q.maxSegs {
+		return fmt.Errorf("%w (%d)", ErrFull, q.maxSegs)
+	}
+	if !q.started {
+		q.started = true
+		q.una, q.fack, q.rtxHint = start, start, start
+	}
+	if now < q.lastPush {
+		now = q.lastPush
+	}
+	q.lastPush = now
+	if q.head > 0 && q.head >= len(q.segs)/2 {
+		n := copy(q.segs, q.live())
+		q.segs = q.segs[:n]
+		q.head = 0
+	}
+	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin})
+	q.nxt = end
+	return nil
+}
+
+// find is the index in live of the first segment with End > off.
+func (q *Queue) find(off uint64) int {
+	l := q.live()
+	return sort.Search(len(l), func(i int) bool { return l[i].End > off })
+}
+
+// Retransmitted records that the segment starting at start was sent again at
+// now. An offset that starts no held segment is ignored.
+func (q *Queue) Retransmitted(start uint64, now time.Duration) {
+	l := q.live()
+	i := q.find(start)
+	if i >= len(l) || l[i].Start != start {
+		return
+	}
+	s := &l[i]
+	s.Retrans++
+	s.LastSent = now
+	if !s.RetransInFlight && !s.Sacked {
+		s.RetransInFlight = true
+		q.retxBytes += s.Len()
+	}
+	q.retxRing[q.retxN%recentRetx] = Range{Start: s.Start, End: s.End}
+	q.retxN++
+}
+
+// SetInRecovery tells the queue whether the sender is in fast or RTO
+// recovery: RFC 8985 §6.2 step 4 uses a zero reo_wnd in recovery when no
+// reordering has been seen, and ages the D-SACK multiplier on each exit.
+func (q *Queue) SetInRecovery(in bool) {
+	if q.inRecovery && !in {
+		q.reoPersist--
+		if q.reoPersist <= 0 {
+			q.reoMult = 1
+		}
+	}
+	q.inRecovery = in
+}
+
+// sentAfter is RFC 8985's RACK_sent_after: was (t1, e1) sent after (t2, e2)?
+func sentAfter(t1 time.Duration, e1 uint64, t2 time.Duration, e2 uint64) bool {
+	return t1 > t2 || (t1 == t2 && e1 > e2)
+}
+
+// delivery tracks the segments one ACK newly delivers.
+type delivery struct {
+	now        time.Duration
+	karnSent   time.Duration // newest never-retransmitted FirstSent
+	karn       bool
+	rackT      time.Duration // most recently sent segment that passes the RACK filter
+	rackE      uint64
+	rack       bool
+	minPlain   uint64 // lowest End among never-retransmitted segments
+	plain      bool
+	maxEnd     uint64
+	spurious   bool
+	minRTTSeen time.Duration
+}
+
+func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
+	if end > d.maxEnd {
+		d.maxEnd = end
+	}
+	if s.Retrans == 0 {
+		if !d.karn || s.FirstSent > d.karnSent {
+			d.karnSent, d.karn = s.FirstSent, true
+		}
+		if !d.plain || end < d.minPlain {
+			d.minPlain, d.plain = end, true
+		}
+	} else if q.minRTT > 0 && d.now-s.LastSent < q.minRTT {
+		// RFC 8985 §6.2 step 2: acknowledged too soon to be for the
+		// retransmission; the original arrived. Not a RACK sample.
+		d.spurious = true
+		return
+	}
+	if !d.rack || sentAfter(s.LastSent, end, d.rackT, d.rackE) {
+		d.rackT, d.rackE, d.rack = s.LastSent, end, true
+	}
+}
+
+// OnAck processes one ACK: the cumulative acknowledgement una and its SACK
+// blocks in the order received. Pass the first block even when it lies below
+// una: that is a D-SACK (RFC 2883), and it feeds reo_wnd's adaptation.
+func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
+	var res AckResult
+	d := delivery{now: now}
+	if !q.started {
+		return res
+	}
+	if una > q.nxt {
+		una = q.nxt
+	}
+
+	// RFC 2883 §4: the first block is a D-SACK if it lies below the
+	// cumulative ACK or within the second block.
+	if len(sacks) > 0 {
+		b0 := sacks[0]
+		if b0.Start < b0.End && (b0.Start < max(una, q.una) ||
+			(len(sacks) > 1 && sacks[1].Start <= b0.Start && b0.End <= sacks[1].End)) {
+			res.DSACK = true
+			for i := 0; i < recentRetx && i < q.retxN; i++ {
+				r := q.retxRing[i]
+				if r.Start < b0.End && b0.Start < r.End {
+					res.SpuriousHint = true
+				}
+			}
+			sacks = sacks[1:]
+		}
+	}
+
+	// Cumulative acknowledgement.
+	if una > q.una {
+		res.CumAcked = una - q.una
+		l := q.live()
+		k := 0
+		for k < len(l) && l[k].Start < una {
+			s := &l[k]
+			end := s.End
+			if end > una {
+				end = una
+			}
+			n := end - s.Start
+			if s.Sacked {
+				q.sackedBytes -= n
+			} else {
+				res.Delivered += n
+				q.deliver(&d, s, end)
+				if s.Lost {
+					q.lostBytes -= n
+				}
+				if s.RetransInFlight {
+					q.retxBytes -= n
+				}
+			}
+			if end < s.End { // una falls inside: keep the rest
+				s.Start = end
+				break
+			}
+			if s.Sacked {
+				q.sackedSegs--
+			}
+			*s = Seg{}
+			k++
+		}
+		q.head += k
+		q.una = una
+		if q.rtxHint < una {
+			q.rtxHint = una
+		}
+		if q.Len() == 0 {
+			q.segs, q.head = q.segs[:0], 0
+		}
+	}
+
+	// SACK blocks: mark the segments each covers whole.
+	for _, b := range sacks {
+		if b.Start < q.una {
+			b.Start = q.una
+		}
+		if b.End > q.nxt {
+			b.End = q.nxt
+		}
+		if b.Start >= b.End {
+			continue
+		}
+		l := q.live()
+		for i := q.find(b.Start); i < len(l) && l[i].Start < b.End; i++ {
+			s := &l[i]
+			if s.Sacked || s.Start < b.Start || s.End > b.End {
+				continue
+			}
+			n := s.Len()
+			s.Sacked = true
+			q.sackedBytes += n
+			q.sackedSegs++
+			if s.Lost {
+				s.Lost = false
+				q.lostBytes -= n
+			}
+			if s.RetransInFlight {
+				s.RetransInFlight = false
+				q.retxBytes -= n
+			}
+			res.NewlySacked += n
+			res.Delivered += n
+			q.deliver(&d, s, s.End)
+		}
+	}
+
+	// Karn-clean RTT sample.
+	if d.karn {
+		res.RTT = now - d.karnSent
+		if res.RTT < 0 {
+			res.RTT = 0
+		}
+		if res.RTT > 0 && (q.minRTT == 0 || res.RTT < q.minRTT) {
+			q.minRTT = res.RTT
+		}
+	}
+	if d.spurious {
+		res.SpuriousHint = true
+	}
+	// RFC 8985 §6.2 step 2: RACK.xmit_ts, RACK.end_seq, RACK.rtt.
+	if d.rack {
+		q.rackRTT = now - d.rackT
+		if !q.rackValid || sentAfter(d.rackT, d.rackE, q.rackXmit, q.rackEnd) {
+			q.rackXmit, q.rackEnd, q.rackValid = d.rackT, d.rackE, true
+		}
+	}
+	// Step 3: a never-retransmitted segment delivered below the highest
+	// delivered end is reordering.
+	if d.plain && d.minPlain < q.fack {
+		q.reorderingSeen = true
+	}
+	if d.maxEnd > q.fack {
+		q.fack = d.maxEnd
+	}
+	// Step 4's D-SACK round bookkeeping.
+	if q.dsackRoundOn && q.una >= q.dsackRound {
+		q.dsackRoundOn = false
+	}
+	if res.DSACK {
+		q.reorderingSeen = true
+		if !q.dsackRoundOn {
+			q.dsackRound, q.dsackRoundOn = q.nxt, true
+			if q.reoMult < maxReoMult {
+				q.reoMult++
+			}
+			q.reoPersist = 16
+		}
+	}
+	return res
+}
+
+// ReoWnd is RFC 8985 §6.2 step 4's reordering window: zero while no
+// reordering has been seen and the sender is in recovery or has DupThresh
+// segments SACKed; otherwise reo_wnd_mult·min_RTT/4, capped by the SRTT last
+// given to DetectLoss. A zero minRTT uses the queue's own minimum.
+func (q *Queue) ReoWnd(minRTT time.Duration) time.Duration {
+	if minRTT <= 0 {
+		minRTT = q.minRTT
+	}
+	if !q.reorderingSeen && (q.inRecovery || q.sackedSegs >= DupThresh) {
+		return 0
+	}
+	w := time.Duration(q.reoMult) * minRTT / 4
+	if q.lastSRTT > 0 && w > q.lastSRTT {
+		w = q.lastSRTT
+	}
+	return w
+}
+
+// DetectLoss is RFC 8985 §6.2 step 5: every segment sent before the most
+// recently delivered one, and longer ago than RACK.rtt + reo_wnd, is marked
+// lost. It returns the bytes newly marked and, if some segment will become
+// lost later, the time from now until then (arm the reordering timer).
+func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uint64, reoTimer time.Duration) {
+	q.lastSRTT = srtt
+	if !q.rackValid {
+		return 0, 0
+	}
+	reo := q.ReoWnd(0)
+	l := q.live()
+	for i := range l {
+		s := &l[i]
+		// First-send times rise along the queue: once a segment was first
+		// sent after RACK's, so were all later ones.
+		if !sentAfter(q.rackXmit, q.rackEnd, s.FirstSent, s.End) {
+			break
+		}
+		if s.Sacked || (s.Lost && !s.RetransInFlight) {
+			continue
+		}
+		if !sentAfter(q.rackXmit, q.rackEnd, s.LastSent, s.End) {
+			continue
+		}
+		remaining := s.LastSent + q.rackRTT + reo - now
+		if remaining <= 0 {
+			newlyLost += s.Len()
+			q.markLost(s)
+		} else if reoTimer == 0 || remaining < reoTimer {
+			reoTimer = remaining
+		}
+	}
+	return newlyLost, reoTimer
+}
+
+func (q *Queue) markLost(s *Seg) {
+	if s.RetransInFlight {
+		s.RetransInFlight = false
+		q.retxBytes -= s.Len()
+	}
+	if !s.Lost {
+		s.Lost = true
+		q.lostBytes += s.Len()
+	}
+	if s.Start < q.rtxHint {
+		q.rtxHint = s.Start
+	}
+}
+
+// NextToRetransmit is the lowest segment marked lost and not retransmitted
+// since. The caller retransmits it, calls Retransmitted, and asks again while
+// its congestion window allows: every lost segment comes out in order, so a
+// recovery drains a whole hole per round trip, not one segment per timeout.
+func (q *Queue) NextToRetransmit() (Seg, bool) {
+	l := q.live()
+	for i := q.find(q.rtxHint); i < len(l); i++ {
+		s := &l[i]
+		if s.Lost && !s.RetransInFlight && !s.Sacked {
+			q.rtxHint = s.Start
+			return *s, true
+		}
+	}
+	q.rtxHint = q.nxt
+	return Seg{}, false
+}
+
+// OnRTO is RFC 8985 §6.3: on the retransmission timeout the segment at
+// SND.UNA, and every segment whose RACK deadline has passed, are marked lost
+// (before any RTT sample, every segment is). If the segment at SND.UNA was
+// SACKed, the receiver has reneged (RFC 2018 §8), and all SACK marks are
+// cleared so that nothing is left unsent forever (RFC 6675 §5.1).
+func (q *Queue) OnRTO(now time.Duration) {
+	l := q.live()
+	if len(l) == 0 {
+		return
+	}
+	if l[0].Sacked {
+		for i := range l {
+			if l[i].Sacked {
+				l[i].Sacked = false
+				q.sackedBytes -= l[i].Len()
+				q.sackedSegs--
+			}
+		}
+	}
+	reo := q.ReoWnd(0)
+	for i := range l {
+		s := &l[i]
+		if s.Sacked || (s.Lost && !s.RetransInFlight) {
+			continue
+		}
+		if i == 0 || !q.rackValid || s.LastSent+q.rackRTT+reo-now <= 0 {
+			q.markLost(s)
+		}
+	}
+}
+
+// PTO is RFC 8985 §7.2's probe timeout: 2·SRTT, plus the worst-case delayed
+// ACK when one segment is in flight; 1 s with no SRTT yet. The caller caps it
+// by the RTO.
+func (q *Queue) PTO(srtt time.Duration, inFlightSegs int, delayedAck time.Duration) time.Duration {
+	if srtt <= 0 {
+		return time.Second
+	}
+	pto := 2 * srtt
+	if inFlightSegs == 1 {
+		pto += delayedAck
+	}
+	return pto
+}
