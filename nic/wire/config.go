@@ -1,0 +1,248 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrBadConfig is wrapped by every error New returns for an invalid Config;
+// the message names the field.
+var ErrBadConfig = errors.New("wire: invalid config")
+
+// ErrUnknownPreset is wrapped by Preset's error for a name it does not know;
+// the message lists the valid names.
+var ErrUnknownPreset = errors.New("wire: unknown preset")
+
+// EthernetOverhead is what each frame costs on an Ethernet line beyond its IP
+// packet: preamble and SFD 8, header 14, FCS 4, inter-frame gap 12 bytes.
+const EthernetOverhead = 38
+
+// DefaultMTU is the MTU of an endpoint whose Config leaves MTU at zero.
+const DefaultMTU = 1500
+
+// Window is an interval of wire time, measured from New, during which the
+// path is down: a frame whose last bit leaves the bottleneck at a time t with
+// Start <= t < End is lost.
+type Window struct {
+	Start, End time.Duration
+}
+
+// GilbertElliott is a two-state burst-loss channel, stepped once per frame
+// that leaves the bottleneck: the frame is lost with the current state's
+// probability, then the state moves on.
+type GilbertElliott struct {
+	GoodToBad  float64 // probability of moving from good to bad after a frame
+	BadToGood  float64 // probability of moving from bad to good after a frame
+	LossInGood float64 // loss probability in the good state
+	LossInBad  float64 // loss probability in the bad state
+}
+
+// BurstLoss returns the Gilbert channel (lossless good state, lossy bad
+// state) whose long-run loss rate is rate and whose mean burst of consecutive
+// losses is meanBurst frames: BadToGood = 1/meanBurst, and GoodToBad from the
+// stationary share of the bad state, rate = p/(p+r).
+func BurstLoss(rate, meanBurst float64) *GilbertElliott {
+	r := 1 / meanBurst
+	return &GilbertElliott{GoodToBad: rate * r / (1 - rate), BadToGood: r, LossInBad: 1}
+}
+
+// Dir is one direction of the path. Zero values mean "off", except where a
+// field says otherwise.
+type Dir struct {
+	// RateBps is the bottleneck's rate in bits per second, each frame
+	// costing its IP packet plus EthernetOverhead bytes; 0 means no limit.
+	RateBps int64
+	// Delay is the one-way propagation delay after the bottleneck.
+	Delay time.Duration
+	// QueueBytes and QueueFrames bound the drop-tail queue in front of the
+	// bottleneck (the frame being serialised counts); a frame that would
+	// exceed either is dropped. Both zero: 4 BDP in bytes, BDP being RateBps
+	// times the sum of both directions' delays, at least 64 full frames.
+	QueueBytes, QueueFrames int
+	// Jitter adds a uniform random delay in [0, Jitter) to each frame. Without
+	// Reorder a frame never arrives before the one sent ahead of it.
+	Jitter  time.Duration
+	Reorder bool
+	// Loss is the probability that a frame leaving the bottleneck is lost.
+	Loss float64
+	// Burst, when set, is a burst-loss channel applied after Loss.
+	Burst *GilbertElliott
+	// Duplicate is the probability that a frame arrives twice; Corrupt the
+	// probability that one of its bytes is flipped so that a checksum fails.
+	Duplicate, Corrupt float64
+	// Blackouts are intervals during which the path is down.
+	Blackouts []Window
+	// AckAggSegments and AckAggHold model ACK aggregation on the way back:
+	// pure ACKs entering this direction are held and released together once
+	// AckAggSegments data segments have been delivered in the other
+	// direction since the last release, or AckAggHold after the first of them
+	// was held. Any other frame releases the held ACKs ahead of itself.
+	AckAggSegments int
+	AckAggHold     time.Duration
+	// TxRing is the sending endpoint's TX ring in frames (the card's credit);
+	// 0 means unlimited. A frame holds its slot until the card has
+	// serialised it at LineRateBps.
+	TxRing int
+	// LineRateBps is the rate at which the card puts frames on the line. 0
+	// means RateBps when TxRing is set (the card is the bottleneck's first
+	// hop, as with a gigabit NIC on a gigabit path), otherwise no card stage.
+	LineRateBps int64
+}
+
+// Config describes a Wire: each direction on its own, the endpoints' MTU and
+// the seed of the random generators (one per direction).
+type Config struct {
+	AtoB, BtoA Dir
+	MTU        uint32 // 0 means DefaultMTU
+	Seed       int64
+}
+
+func checkProb(field string, p float64) error {
+	if !(p >= 0 && p <= 1) { // also rejects NaN
+		return fmt.Errorf("%w: %s = %v, want within [0, 1]", ErrBadConfig, field, p)
+	}
+	return nil
+}
+
+func (d *Dir) validate(name string) error {
+	f := func(field string) string { return name + "." + field }
+	if d.RateBps < 0 {
+		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("RateBps"), d.RateBps)
+	}
+	if d.LineRateBps < 0 {
+		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("LineRateBps"), d.LineRateBps)
+	}
+	if d.Delay < 0 {
+		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("Delay"), d.Delay)
+	}
+	if d.Jitter < 0 {
+		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("Jitter"), d.Jitter)
+	}
+	if d.QueueBytes < 0 {
+		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("QueueBytes"), d.QueueBytes)
+	}
+	if d.QueueFrames < 0 {
+		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("QueueFrames"), d.QueueFrames)
+	}
+	if d.TxRing < 0 {
+		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("TxRing"), d.TxRing)
+	}
+	if d.AckAggSegments < 0 {
+		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("AckAggSegments"), d.AckAggSegments)
+	}
+	if d.AckAggHold < 0 {
+		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("AckAggHold"), d.AckAggHold)
+	}
+	if d.AckAggHold > 0 && d.AckAggSegments == 0 {
+		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggHold"), f("AckAggSegments"))
+	}
+	for _, p := range []struct {
+		field string
+		v     float64
+	}{{"Loss", d.Loss}, {"Duplicate", d.Duplicate}, {"Corrupt", d.Corrupt}} {
+		if err := checkProb(f(p.field), p.v); err != nil {
+			return err
+		}
+	}
+	if g := d.Burst; g != nil {
+		for _, p := range []struct {
+			field string
+			v     float64
+		}{{"GoodToBad", g.GoodToBad}, {"BadToGood", g.BadToGood}, {"LossInGood", g.LossInGood}, {"LossInBad", g.LossInBad}} {
+			if err := checkProb(f("Burst."+p.field), p.v); err != nil {
+				return err
+			}
+		}
+	}
+	for i, w := range d.Blackouts {
+		if w.Start < 0 || w.End < w.Start {
+			return fmt.Errorf("%w: %s[%d] = [%v, %v), want 0 <= Start <= End", ErrBadConfig, f("Blackouts"), i, w.Start, w.End)
+		}
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	if err := c.AtoB.validate("AtoB"); err != nil {
+		return err
+	}
+	if err := c.BtoA.validate("BtoA"); err != nil {
+		return err
+	}
+	if c.MTU != 0 && c.MTU < 68 {
+		return fmt.Errorf("%w: MTU = %d, want 0 (default %d) or >= 68", ErrBadConfig, c.MTU, DefaultMTU)
+	}
+	return nil
+}
+
+// defaultQueueBytes is 4 BDP of the path (rate times the round trip built
+// from both directions' delays), at least 64 full frames.
+func defaultQueueBytes(rate int64, rtt time.Duration, mtu uint32) int {
+	bdp := float64(rate) / 8 * rtt.Seconds()
+	q := int(4 * bdp)
+	if min := 64 * (int(mtu) + EthernetOverhead); q < min {
+		q = min
+	}
+	return q
+}
+
+// presets are the named paths of the field reports this project learns from.
+var presets = map[string]func() Config{
+	// t14 models the T14's wired upload (I219 at 1 Gbit/s, 2 ms base RTT):
+	// the peer's ACKs arrive aggregated, about 50 KB (34 segments) per ACK,
+	// held up to 20 ms; the bottleneck queue is 4 BDP (1 MB); the I219's TX
+	// ring holds 256 frames and the card is the path's first hop.
+	"t14": func() Config {
+		const q = 1_000_000
+		return Config{
+			AtoB: Dir{RateBps: 1e9, Delay: time.Millisecond, QueueBytes: q, TxRing: 256},
+			BtoA: Dir{RateBps: 1e9, Delay: time.Millisecond, QueueBytes: q,
+				AckAggSegments: 34, AckAggHold: 20 * time.Millisecond},
+			Seed: 1,
+		}
+	},
+	// pilot models the lossy-proxy rig of the userspace-transport report:
+	// 50 ms one-way delay each way through a proxy that adds no rate limit,
+	// here with no loss.
+	"pilot": func() Config { return pilot(0) },
+	// pilot-2 is the lossy-proxy rig with 2% loss each way.
+	"pilot-2": func() Config { return pilot(0.02) },
+	// pilot-5 is the lossy-proxy rig with 5% loss each way.
+	"pilot-5": func() Config { return pilot(0.05) },
+	// clean-lan is a 10 Gbit/s LAN, 50 µs one-way, no loss, default queue.
+	"clean-lan": func() Config {
+		d := Dir{RateBps: 10e9, Delay: 50 * time.Microsecond}
+		return Config{AtoB: d, BtoA: d, Seed: 1}
+	},
+}
+
+func pilot(loss float64) Config {
+	d := Dir{Delay: 50 * time.Millisecond, Loss: loss}
+	return Config{AtoB: d, BtoA: d, Seed: 1}
+}
+
+// PresetNames returns the valid preset names, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the named path configuration (see PresetNames), with Seed 1.
+func Preset(name string) (Config, error) {
+	p, ok := presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("%w %q; valid: %s", ErrUnknownPreset, name, strings.Join(PresetNames(), ", "))
+	}
+	return p(), nil
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+}

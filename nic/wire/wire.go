@@ -1,0 +1,683 @@
+// Package wire is an emulated network path between two gVisor link
+// endpoints: per direction a TX ring with credit, a bottleneck with a
+// drop-tail queue, propagation delay, jitter, loss (random and in bursts),
+// duplication, corruption, blackouts and ACK aggregation.
+//
+// Everything the wire does happens in callbacks of the tcpip.Clock it is
+// given. With a *vclock.Clock a run is deterministic: the same Config and Seed
+// give the same frame trace (TraceHash). With tcpip.NewStdClock() the same
+// wire runs in real time; callbacks then come from timer goroutines, so the
+// wire locks its state and calls into the stacks only with no lock held.
+package wire
+
+import (
+	"container/heap"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// Side names an end of the wire.
+type Side int
+
+const (
+	SideA Side = iota
+	SideB
+)
+
+func (s Side) String() string {
+	if s == SideA {
+		return "A"
+	}
+	return "B"
+}
+
+// Wire is a path between two endpoints, A and B.
+type Wire struct {
+	clk   tcpip.Clock
+	start tcpip.MonotonicTime
+	mtu   uint32
+
+	// deliverMu orders deliveries: in real time two timer callbacks may
+	// overlap, and the second must not hand frames to a stack before the
+	// first has handed over the earlier ones. It is taken before mu and held
+	// while calling into the stacks; nothing that runs under it takes it.
+	deliverMu sync.Mutex
+
+	mu     sync.Mutex
+	dirs   [2]*direction // a2b, b2a
+	eps    [2]*Endpoint
+	events eventHeap
+	seq    uint64
+	timer  tcpip.Timer
+	armed  bool
+	armAt  time.Duration
+	inFire bool // fire is running its loop: it arms the timer once at the end
+	trace  hash.Hash
+	hook   func(TraceEvent)
+	pcaps  [2]*pcapWriter
+}
+
+// New builds a wire on clk. It returns an error wrapping ErrBadConfig,
+// naming the field, if cfg is invalid.
+func New(clk tcpip.Clock, cfg Config) (*Wire, error) {
+	if clk == nil {
+		return nil, errorf("clock is nil")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = DefaultMTU
+	}
+	w := &Wire{clk: clk, start: clk.NowMonotonic(), mtu: mtu, trace: sha256.New()}
+	rtt := cfg.AtoB.Delay + cfg.BtoA.Delay
+	for i, d := range []Dir{cfg.AtoB, cfg.BtoA} {
+		w.dirs[i] = newDirection(w, i, d, rtt, mtu, uint64(cfg.Seed))
+	}
+	w.eps[0] = &Endpoint{w: w, side: SideA, out: w.dirs[0], mtu: mtu}
+	w.eps[1] = &Endpoint{w: w, side: SideB, out: w.dirs[1], mtu: mtu}
+	w.dirs[0].to, w.dirs[1].to = w.eps[1], w.eps[0]
+	w.dirs[0].reverse, w.dirs[1].reverse = w.dirs[1], w.dirs[0]
+	return w, nil
+}
+
+// A returns the endpoint at side A; frames it writes travel AtoB.
+func (w *Wire) A() *Endpoint { return w.eps[0] }
+
+// B returns the endpoint at side B; frames it writes travel BtoA.
+func (w *Wire) B() *Endpoint { return w.eps[1] }
+
+// Stats returns both directions' counts.
+func (w *Wire) Stats() (aToB, bToA DirStats) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dirs[0].stats, w.dirs[1].stats
+}
+
+// now is the wire time: how long since New, on the wire's clock.
+func (w *Wire) now() time.Duration {
+	return w.clk.NowMonotonic().Sub(w.start)
+}
+
+// event is one thing the wire does at a given time.
+type event struct {
+	at    time.Duration
+	seq   uint64
+	kind  eventKind
+	dir   *direction
+	frame []byte
+	gen   uint64 // hold generation for evHoldExpire
+}
+
+type eventKind uint8
+
+const (
+	evCardDone   eventKind = iota // the card has serialised a frame: free its slot, admit it to the path
+	evSlotFree                    // free a slot (a card with no line rate)
+	evDeliver                     // the frame reaches the far endpoint
+	evHoldExpire                  // held ACKs have waited AckAggHold
+	evNotify                      // run credit waiters registered with nothing in the ring
+)
+
+type eventHeap []*event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	n := len(old)
+	e := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	return e
+}
+
+// pushLocked queues ev and makes sure the clock will call fire by its time.
+func (w *Wire) pushLocked(ev *event, now time.Duration) {
+	ev.seq = w.seq
+	w.seq++
+	heap.Push(&w.events, ev)
+	if !w.inFire && (!w.armed || ev.at < w.armAt) {
+		w.armLocked(ev.at, now)
+	}
+}
+
+func (w *Wire) armLocked(at, now time.Duration) {
+	d := at - now
+	if d < 0 {
+		d = 0
+	}
+	if w.timer == nil {
+		w.timer = w.clk.AfterFunc(d, w.fire)
+	} else {
+		w.timer.Stop()
+		w.timer.Reset(d)
+	}
+	w.armed, w.armAt = true, at
+}
+
+// delivery is a frame to hand to an endpoint's dispatcher.
+type delivery struct {
+	to    *Endpoint
+	dir   *direction
+	frame []byte
+}
+
+// fire runs every event due, then, with no wire lock held, delivers the
+// frames and calls the credit waiters those events produced.
+func (w *Wire) fire() {
+	w.deliverMu.Lock()
+	defer w.deliverMu.Unlock()
+	w.mu.Lock()
+	w.armed, w.inFire = false, true
+	now := w.now()
+	var out []delivery
+	var waiters []func()
+	for len(w.events) > 0 && w.events[0].at <= now {
+		ev := heap.Pop(&w.events).(*event)
+		d := ev.dir
+		switch ev.kind {
+		case evCardDone:
+			if d.cfg.TxRing > 0 {
+				d.ringUsed--
+				waiters = d.takeWaitersLocked(waiters)
+			}
+			d.admitLocked(ev.frame, ev.at)
+		case evSlotFree:
+			d.ringUsed--
+			waiters = d.takeWaitersLocked(waiters)
+		case evNotify:
+			waiters = d.takeWaitersLocked(waiters)
+		case evHoldExpire:
+			if ev.gen == d.holdGen && len(d.held) > 0 {
+				d.releaseLocked(ev.at)
+			}
+		case evDeliver:
+			out = append(out, delivery{to: d.to, dir: d, frame: ev.frame})
+		}
+	}
+	w.inFire = false
+	if len(w.events) > 0 {
+		w.armLocked(w.events[0].at, now)
+	}
+	w.mu.Unlock()
+
+	for _, dl := range out {
+		w.deliver(dl, now)
+	}
+	for _, f := range waiters {
+		f()
+	}
+}
+
+// deliver hands one frame to its endpoint's stack and counts data segments
+// for ACK aggregation in the reverse direction.
+func (w *Wire) deliver(dl delivery, now time.Duration) {
+	d := dl.dir
+	disp := dl.to.dispatcher()
+	w.mu.Lock()
+	if disp == nil {
+		d.stats.DropDetached++
+		d.ctr.add(&d.ctr.dropDetached, 1)
+		w.traceLocked(now, d, TraceDropDetached, dl.frame)
+		w.mu.Unlock()
+		return
+	}
+	d.stats.DeliveredFrames++
+	d.stats.DeliveredBytes += uint64(len(dl.frame))
+	d.ctr.add(&d.ctr.deliveredFrames, 1)
+	d.ctr.add(&d.ctr.deliveredBytes, uint64(len(dl.frame)))
+	w.traceLocked(now, d, TraceDeliver, dl.frame)
+	w.pcapLocked(dl.to.side, dl.frame)
+	w.mu.Unlock()
+
+	proto := networkProtocol(dl.frame)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(dl.frame)})
+	disp.DeliverNetworkPacket(proto, pkt)
+	pkt.DecRef()
+
+	if c := classify(dl.frame); c.data {
+		r := d.reverse
+		if r.cfg.AckAggSegments > 0 {
+			w.mu.Lock()
+			r.dataSeen++
+			if r.dataSeen >= r.cfg.AckAggSegments {
+				r.dataSeen = 0
+				if len(r.held) > 0 {
+					r.releaseLocked(w.now())
+				}
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+func networkProtocol(b []byte) tcpip.NetworkProtocolNumber {
+	if len(b) > 0 && b[0]>>4 == 6 {
+		return header.IPv6ProtocolNumber
+	}
+	return header.IPv4ProtocolNumber
+}
+
+// frameClass is what the ACK aggregator needs to know about a frame.
+type frameClass struct {
+	pureAck bool // TCP, no payload, none of SYN, FIN, RST
+	data    bool // TCP with payload
+}
+
+// classify parses an IP packet's TCP header with gVisor's header views.
+// Anything it cannot parse (fragments, extension headers, short packets) is
+// neither a pure ACK nor data.
+func classify(b []byte) frameClass {
+	var seg []byte
+	switch {
+	case len(b) >= header.IPv4MinimumSize && b[0]>>4 == 4:
+		ip := header.IPv4(b)
+		hl, tl := int(ip.HeaderLength()), int(ip.TotalLength())
+		if ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 ||
+			hl < header.IPv4MinimumSize || tl < hl || tl > len(b) {
+			return frameClass{}
+		}
+		seg = b[hl:tl]
+	case len(b) >= header.IPv6MinimumSize && b[0]>>4 == 6:
+		ip := header.IPv6(b)
+		pl := int(ip.PayloadLength())
+		if ip.NextHeader() != uint8(header.TCPProtocolNumber) || header.IPv6MinimumSize+pl > len(b) {
+			return frameClass{}
+		}
+		seg = b[header.IPv6MinimumSize : header.IPv6MinimumSize+pl]
+	default:
+		return frameClass{}
+	}
+	if len(seg) < header.TCPMinimumSize {
+		return frameClass{}
+	}
+	t := header.TCP(seg)
+	off := int(t.DataOffset())
+	if off < header.TCPMinimumSize || off > len(seg) {
+		return frameClass{}
+	}
+	if len(seg) > off {
+		return frameClass{data: true}
+	}
+	fl := t.Flags()
+	if fl&(header.TCPFlagSyn|header.TCPFlagFin|header.TCPFlagRst) != 0 || fl&header.TCPFlagAck == 0 {
+		return frameClass{}
+	}
+	return frameClass{pureAck: true}
+}
+
+// direction is one way through the wire.
+type direction struct {
+	w       *Wire
+	idx     int
+	cfg     Dir
+	rng     *rand.Rand
+	to      *Endpoint
+	reverse *direction
+
+	queueBytes, queueFrames int // effective bounds, 0 = none
+	cardRate                int64
+
+	// TX ring and card.
+	ringUsed int
+	waiters  []*waiter
+	cardBusy time.Duration
+	cardRem  int64
+
+	// Bottleneck.
+	linkBusy    time.Duration
+	linkRem     int64
+	queue       []queued // frames admitted and not yet serialised, FIFO
+	qHead       int
+	qBytes      int
+	lastArrival time.Duration
+	geBad       bool
+
+	// ACK aggregation.
+	held     [][]byte
+	holdGen  uint64
+	dataSeen int
+
+	stats DirStats
+	ctr   dirCounters
+}
+
+type queued struct {
+	dep  time.Duration
+	size int
+}
+
+type waiter struct {
+	f    func()
+	done bool
+}
+
+func newDirection(w *Wire, idx int, cfg Dir, rtt time.Duration, mtu uint32, seed uint64) *direction {
+	d := &direction{
+		w:   w,
+		idx: idx,
+		cfg: cfg,
+		// One PCG stream per direction, so one direction's draws never
+		// shift the other's.
+		rng:         rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15+uint64(idx))),
+		queueBytes:  cfg.QueueBytes,
+		queueFrames: cfg.QueueFrames,
+		cardRate:    cfg.LineRateBps,
+	}
+	d.cfg.Blackouts = append([]Window(nil), cfg.Blackouts...)
+	if cfg.Burst != nil {
+		b := *cfg.Burst
+		d.cfg.Burst = &b
+	}
+	if d.queueBytes == 0 && d.queueFrames == 0 && cfg.RateBps > 0 {
+		d.queueBytes = defaultQueueBytes(cfg.RateBps, rtt, mtu)
+	}
+	if d.cardRate == 0 && cfg.TxRing > 0 {
+		d.cardRate = cfg.RateBps
+	}
+	return d
+}
+
+func (d *direction) name() string {
+	if d.idx == 0 {
+		return "a2b"
+	}
+	return "b2a"
+}
+
+// serialise returns how long size bytes of IP packet take on a line of rate
+// bits/s, carrying the sub-nanosecond remainder in *rem across back-to-back
+// frames so that a long train holds the rate exactly.
+func serialise(size int, rate int64, rem *int64) time.Duration {
+	num := int64(size+EthernetOverhead)*8*int64(time.Second) + *rem
+	*rem = num % rate
+	return time.Duration(num / rate)
+}
+
+// write takes one frame from the sending endpoint. It returns false if the
+// ring is full (the frame is refused and counted).
+func (d *direction) writeLocked(frame []byte, now time.Duration) bool {
+	w := d.w
+	if d.cfg.TxRing > 0 && d.ringUsed >= d.cfg.TxRing {
+		d.stats.DropRing++
+		d.ctr.add(&d.ctr.dropRing, 1)
+		w.traceLocked(now, d, TraceRefuse, frame)
+		return false
+	}
+	d.stats.SentFrames++
+	d.stats.SentBytes += uint64(len(frame))
+	d.ctr.add(&d.ctr.sentFrames, 1)
+	d.ctr.add(&d.ctr.sentBytes, uint64(len(frame)))
+	w.traceLocked(now, d, TraceSend, frame)
+	w.pcapLocked(Side(d.idx), frame)
+
+	if d.cardRate > 0 {
+		start := d.cardBusy
+		if start < now {
+			start, d.cardRem = now, 0
+		}
+		d.cardBusy = start + serialise(len(frame), d.cardRate, &d.cardRem)
+		if d.cfg.TxRing > 0 {
+			d.ringUsed++
+		}
+		w.pushLocked(&event{at: d.cardBusy, kind: evCardDone, dir: d, frame: frame}, now)
+		return true
+	}
+	if d.cfg.TxRing > 0 {
+		// A card with no line rate of its own still holds the slot until
+		// the clock next runs, so a burst larger than the ring is refused.
+		d.ringUsed++
+		w.pushLocked(&event{at: now, kind: evSlotFree, dir: d}, now)
+	}
+	d.admitLocked(frame, now)
+	return true
+}
+
+// admitLocked moves a frame the card has sent into the path at time t:
+// through the ACK aggregator, then the bottleneck.
+func (d *direction) admitLocked(frame []byte, t time.Duration) {
+	if d.cfg.AckAggSegments > 0 {
+		if classify(frame).pureAck {
+			d.held = append(d.held, frame)
+			d.stats.AcksHeld++
+			d.ctr.add(&d.ctr.acksHeld, 1)
+			if len(d.held) == 1 && d.cfg.AckAggHold > 0 {
+				d.holdGen++
+				d.w.pushLocked(&event{at: t + d.cfg.AckAggHold, kind: evHoldExpire, dir: d, gen: d.holdGen}, t)
+			}
+			return
+		}
+		if len(d.held) > 0 {
+			d.releaseLocked(t)
+		}
+	}
+	d.bottleneckLocked(frame, t)
+}
+
+// releaseLocked sends every held ACK into the bottleneck, in order.
+func (d *direction) releaseLocked(t time.Duration) {
+	held := d.held
+	d.held = nil
+	d.holdGen++
+	d.stats.AckReleases++
+	d.ctr.add(&d.ctr.ackReleases, 1)
+	for _, f := range held {
+		d.bottleneckLocked(f, t)
+	}
+}
+
+func (d *direction) inBlackout(t time.Duration) bool {
+	for _, b := range d.cfg.Blackouts {
+		if t >= b.Start && t < b.End {
+			return true
+		}
+	}
+	return false
+}
+
+// bottleneckLocked queues a frame arriving at the bottleneck at time t (drop
+// tail), works out when its last bit leaves, then applies the path's
+// impairments and schedules its arrival at the far end.
+func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
+	w := d.w
+	for d.qHead < len(d.queue) && d.queue[d.qHead].dep <= t {
+		d.qBytes -= d.queue[d.qHead].size
+		d.qHead++
+	}
+	if d.qHead > 1024 && d.qHead*2 > len(d.queue) {
+		d.queue = append(d.queue[:0], d.queue[d.qHead:]...)
+		d.qHead = 0
+	}
+	size := len(frame) + EthernetOverhead
+	frames := len(d.queue) - d.qHead
+	if (d.queueBytes > 0 && d.qBytes+size > d.queueBytes) || (d.queueFrames > 0 && frames+1 > d.queueFrames) {
+		d.stats.DropQueue++
+		d.ctr.add(&d.ctr.dropQueue, 1)
+		w.traceLocked(t, d, TraceDropQueue, frame)
+		return
+	}
+	dep := t
+	if d.cfg.RateBps > 0 {
+		start := d.linkBusy
+		if start < t {
+			start, d.linkRem = t, 0
+		}
+		dep = start + serialise(len(frame), d.cfg.RateBps, &d.linkRem)
+		d.linkBusy = dep
+		d.queue = append(d.queue, queued{dep: dep, size: size})
+		d.qBytes += size
+		frames++
+		if uint64(d.qBytes) > d.stats.QueueHighBytes {
+			d.stats.QueueHighBytes = uint64(d.qBytes)
+			d.ctr.max(&d.ctr.queueHighBytes, uint64(d.qBytes))
+		}
+		if uint64(frames) > d.stats.QueueHighFrames {
+			d.stats.QueueHighFrames = uint64(frames)
+			d.ctr.max(&d.ctr.queueHighFrames, uint64(frames))
+		}
+	}
+
+	// Impairments, each drawn from this direction's generator in a fixed
+	// order and only when configured, so a run is reproducible.
+	if d.inBlackout(dep) {
+		d.stats.DropBlackout++
+		d.ctr.add(&d.ctr.dropBlackout, 1)
+		w.traceLocked(t, d, TraceDropBlackout, frame)
+		return
+	}
+	if d.cfg.Loss > 0 && d.rng.Float64() < d.cfg.Loss {
+		d.stats.DropLoss++
+		d.ctr.add(&d.ctr.dropLoss, 1)
+		w.traceLocked(t, d, TraceDropLoss, frame)
+		return
+	}
+	if g := d.cfg.Burst; g != nil {
+		p := g.LossInGood
+		if d.geBad {
+			p = g.LossInBad
+		}
+		lost := p > 0 && d.rng.Float64() < p
+		if d.geBad {
+			d.geBad = !(d.rng.Float64() < g.BadToGood)
+		} else {
+			d.geBad = d.rng.Float64() < g.GoodToBad
+		}
+		if lost {
+			d.stats.DropBurst++
+			d.ctr.add(&d.ctr.dropBurst, 1)
+			w.traceLocked(t, d, TraceDropBurst, frame)
+			return
+		}
+	}
+	if d.cfg.Corrupt > 0 && d.rng.Float64() < d.cfg.Corrupt {
+		frame = d.corrupt(frame)
+		d.stats.Corrupted++
+		d.ctr.add(&d.ctr.corrupted, 1)
+	}
+	dup := d.cfg.Duplicate > 0 && d.rng.Float64() < d.cfg.Duplicate
+	arr := dep + d.cfg.Delay
+	if d.cfg.Jitter > 0 {
+		arr += time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
+	}
+	if !d.cfg.Reorder && arr < d.lastArrival {
+		arr = d.lastArrival
+	}
+	if arr > d.lastArrival {
+		d.lastArrival = arr
+	}
+	w.pushLocked(&event{at: arr, kind: evDeliver, dir: d, frame: frame}, t)
+	if dup {
+		d.stats.Duplicated++
+		d.ctr.add(&d.ctr.duplicated, 1)
+		w.pushLocked(&event{at: arr, kind: evDeliver, dir: d, frame: append([]byte(nil), frame...)}, t)
+	}
+}
+
+// corrupt returns a copy of frame with one byte inverted past the IP header
+// (inside it for a packet with nothing beyond it, never the version byte), so
+// the TCP, UDP or IP checksum catches it: a single changed byte always
+// changes a ones'-complement sum (RFC 1071).
+func (d *direction) corrupt(frame []byte) []byte {
+	c := append([]byte(nil), frame...)
+	lo := 1
+	if len(c) > 0 {
+		switch c[0] >> 4 {
+		case 4:
+			lo = int(c[0]&0xf) * 4
+		case 6:
+			lo = header.IPv6MinimumSize
+		}
+	}
+	if lo >= len(c) || lo < 1 {
+		lo = 1
+	}
+	if lo >= len(c) {
+		return c
+	}
+	i := lo + d.rng.IntN(len(c)-lo)
+	c[i] ^= 0xff
+	return c
+}
+
+func (d *direction) takeWaitersLocked(dst []func()) []func() {
+	for _, wt := range d.waiters {
+		if !wt.done {
+			wt.done = true
+			dst = append(dst, wt.f)
+		}
+	}
+	d.waiters = d.waiters[:0]
+	return dst
+}
+
+// TraceKind is what happened to a frame.
+type TraceKind uint8
+
+const (
+	TraceSend         TraceKind = iota + 1 // accepted from the sending stack
+	TraceRefuse                            // refused: TX ring full
+	TraceDropQueue                         // dropped: bottleneck queue full
+	TraceDropLoss                          // dropped: random loss
+	TraceDropBurst                         // dropped: burst loss
+	TraceDropBlackout                      // dropped: path down
+	TraceDeliver                           // handed to the far stack (as delivered, possibly corrupted)
+	TraceDropDetached                      // dropped: far endpoint has no dispatcher
+)
+
+// TraceEvent is one record of the frame trace.
+type TraceEvent struct {
+	At    time.Duration // wire time
+	Dir   string        // "a2b" or "b2a"
+	Kind  TraceKind
+	Frame []byte // must not be modified or kept
+}
+
+// SetTrace installs f to see every trace record, under the wire's lock: f
+// must not call the wire or a stack.
+func (w *Wire) SetTrace(f func(TraceEvent)) {
+	w.mu.Lock()
+	w.hook = f
+	w.mu.Unlock()
+}
+
+// TraceHash returns the SHA-256 of the trace so far: per record its time,
+// direction, kind and frame bytes. Two virtual-time runs of one Config and
+// Seed with the same traffic give the same hash.
+func (w *Wire) TraceHash() [32]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out [32]byte
+	copy(out[:], w.trace.Sum(nil))
+	return out
+}
+
+func (w *Wire) traceLocked(t time.Duration, d *direction, k TraceKind, frame []byte) {
+	var hdr [14]byte
+	binary.BigEndian.PutUint64(hdr[0:], uint64(t))
+	hdr[8] = byte(d.idx)
+	hdr[9] = byte(k)
+	binary.BigEndian.PutUint32(hdr[10:], uint32(len(frame)))
+	w.trace.Write(hdr[:])
+	w.trace.Write(frame)
+	if w.hook != nil {
+		w.hook(TraceEvent{At: t, Dir: d.name(), Kind: k, Frame: frame})
+	}
+}
