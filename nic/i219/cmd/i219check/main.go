@@ -10,15 +10,24 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 )
 
 func main() {
 	backend := flag.String("backend", "sysfs", "how the card is reached: sysfs, uio or vfio")
-	checks := flag.String("checks", "regs", "comma-separated checks to run: regs")
+	checks := flag.String("checks", "regs", "comma-separated checks to run: regs, e2e, flap")
+	sink := flag.String("sink", "10.0.2.2:1", "the host's sink as slirp shows it")
+	flag.Int64Var(&xferSize, "size", xferSize, "bytes per transfer")
 	flag.StringVar(&pciAddr, "dev", "", "PCI address of the card (default: the first 8086:10d3)")
 	flag.Parse()
+	ap, err := netip.ParseAddrPort(*sink)
+	if err != nil {
+		fmt.Printf("CHECK args FAIL -sink: %v\n", err)
+		os.Exit(2)
+	}
+	sinkAddr = ap
 	failed := 0
 	for _, c := range strings.Split(*checks, ",") {
 		name := c + "/" + *backend
@@ -42,6 +51,27 @@ func run(check, backend string) (string, error) {
 	switch check {
 	case "regs":
 		return checkRegs(backend)
+	case "linkregs":
+		return checkLinkRegs(backend)
+	case "e2e", "flap":
+		e, err := openEnv(backend)
+		if err != nil {
+			return "", err
+		}
+		defer e.Close()
+		if check == "e2e" {
+			return checkE2E(e)
+		}
+		return checkFlap(e)
 	}
 	return "", fmt.Errorf("unknown check %q", check)
+}
+
+// openEnv brings up the network for backend.
+func openEnv(backend string) (netEnv, error) {
+	switch backend {
+	case "kernel":
+		return kernelEnv{ifname: "eth0"}, nil
+	}
+	return nil, fmt.Errorf("backend %q has no network environment yet", backend)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -105,4 +106,34 @@ func checkRegs(backend string) (string, error) {
 		return "", fmt.Errorf("link not up at full duplex (%s)", detail)
 	}
 	return detail, nil
+}
+
+// checkLinkRegs asks the host to take the link down and up and watches
+// STATUS.LU in BAR0 change: the harness's own proof that QEMU's set_link
+// reaches the card model.
+func checkLinkRegs(backend string) (string, error) {
+	dev, err := findCard()
+	if err != nil {
+		return "", err
+	}
+	b, err := mapBAR0(dev)
+	if err != nil {
+		return "", err
+	}
+	defer b.close()
+	fmt.Println("SYNC linkdown")
+	start := time.Now()
+	var downAt, upAt time.Duration
+	for time.Since(start) < 20*time.Second {
+		lu := b.read32(regSTATUS)&statusLU != 0
+		switch {
+		case !lu && downAt == 0:
+			downAt = time.Since(start)
+		case lu && downAt != 0:
+			upAt = time.Since(start)
+			return fmt.Sprintf("STATUS.LU fell at %.2fs and rose at %.2fs", downAt.Seconds(), upAt.Seconds()), nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "", fmt.Errorf("STATUS.LU did not fall and rise within 20s (fell at %v)", downAt)
 }

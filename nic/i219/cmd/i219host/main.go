@@ -119,6 +119,7 @@ func flood(args []string) error {
 func monitor(args []string) error {
 	fs := flag.NewFlagSet("mon", flag.ExitOnError)
 	sock := fs.String("sock", "", "QEMU monitor unix socket")
+	quietReply := fs.Bool("any", false, "accept any answer (for info commands)")
 	fs.Parse(args)
 	c, err := net.DialTimeout("unix", *sock, 5*time.Second)
 	if err != nil {
@@ -127,32 +128,42 @@ func monitor(args []string) error {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(c)
-	if err := readPrompt(r); err != nil {
+	if _, err := readPrompt(r); err != nil {
 		return err
 	}
 	for _, cmd := range fs.Args() {
 		if _, err := fmt.Fprintf(c, "%s\n", cmd); err != nil {
 			return err
 		}
-		if err := readPrompt(r); err != nil {
+		out, err := readPrompt(r)
+		if err != nil {
 			return err
 		}
-		fmt.Printf("mon: %s: ok\n", cmd)
+		// The monitor echoes the command line; what follows is its answer,
+		// empty on success.
+		reply := strings.TrimSpace(strings.ReplaceAll(out, "\r", ""))
+		if i := strings.Index(reply, cmd); i >= 0 {
+			reply = strings.TrimSpace(reply[i+len(cmd):])
+		}
+		if reply != "" && !*quietReply {
+			return fmt.Errorf("%s: monitor answered %q", cmd, reply)
+		}
+		fmt.Printf("mon: %s: ok %s\n", cmd, reply)
 	}
 	return nil
 }
 
-// readPrompt consumes output up to the monitor's "(qemu) " prompt.
-func readPrompt(r *bufio.Reader) error {
+// readPrompt returns the output up to the monitor's "(qemu) " prompt.
+func readPrompt(r *bufio.Reader) (string, error) {
 	var seen []byte
 	for {
 		b, err := r.ReadByte()
 		if err != nil {
-			return fmt.Errorf("waiting for the monitor prompt: %w", err)
+			return string(seen), fmt.Errorf("waiting for the monitor prompt: %w", err)
 		}
 		seen = append(seen, b)
 		if strings.HasSuffix(string(seen), "(qemu) ") {
-			return nil
+			return strings.TrimSuffix(string(seen), "(qemu) "), nil
 		}
 	}
 }

@@ -1,0 +1,475 @@
+package i219
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// ErrConfig reports a bad Config or Platform field; the message names it.
+var ErrConfig = errors.New("i219: bad configuration")
+
+// ErrClosed reports use of a closed endpoint.
+var ErrClosed = errors.New("i219: endpoint closed")
+
+// Defaults.
+const (
+	DefaultDescriptors  = 256
+	DefaultPollInterval = 100 * time.Microsecond
+	DefaultPollBatch    = 64
+	DefaultTxHang       = 2 * time.Second
+	// TxRetryBudget bounds how long one WritePackets call waits for TX
+	// descriptors, shared by all its frames; after it a frame is dropped
+	// and counted (no frame waits without bound).
+	TxRetryBudget = 500 * time.Microsecond
+	txRetryStep   = 50 * time.Microsecond
+	statsInterval = 100 * time.Millisecond
+	mtu           = 1500
+)
+
+// Config tunes the driver. The zero value is valid.
+type Config struct {
+	// RXDescriptors and TXDescriptors are ring sizes: multiples of 8 (the
+	// card requires ring lengths in multiples of 128 bytes), 8 to 4096.
+	// 0 means DefaultDescriptors.
+	RXDescriptors, TXDescriptors int
+	// Counters receives the nic.* counters; nil makes a private registry.
+	Counters *counters.Registry
+	// PollInterval is the pause between poll passes without an interrupt
+	// source, and the interrupt wait's timeout with one.
+	PollInterval time.Duration
+	// PollBatch bounds the RX descriptors reaped per pass.
+	PollBatch int
+	// ManualPoll starts no goroutine: the caller calls Poll.
+	ManualPoll bool
+	// TxHangTimeout is how long TDH may stall with work pending and the link
+	// up before the unit is reset. 0 means DefaultTxHang; negative disables.
+	TxHangTimeout time.Duration
+	// RXChecksumOffload advertises RX checksum offload to the stack. The
+	// driver then accepts frames whose checksums the card validated and
+	// verifies the others itself, except the transport checksum of IP
+	// fragments, which then nobody verifies: a departure, off by default.
+	RXChecksumOffload bool
+}
+
+func (c *Config) fill() error {
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"RXDescriptors", &c.RXDescriptors}, {"TXDescriptors", &c.TXDescriptors}} {
+		if *f.v == 0 {
+			*f.v = DefaultDescriptors
+		}
+		if *f.v < 8 || *f.v > 4096 || *f.v%8 != 0 {
+			return fmt.Errorf("%w: %s = %d, want a multiple of 8 in [8, 4096]", ErrConfig, f.name, *f.v)
+		}
+	}
+	if c.Counters == nil {
+		c.Counters = counters.NewRegistry()
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.PollBatch <= 0 {
+		c.PollBatch = DefaultPollBatch
+	}
+	if c.TxHangTimeout == 0 {
+		c.TxHangTimeout = DefaultTxHang
+	}
+	return nil
+}
+
+// Endpoint is the card as a gVisor link endpoint (Ethernet, MTU 1500). It
+// implements stack.LinkEndpoint and nic.CreditLink.
+type Endpoint struct {
+	d     dev
+	cfg   Config
+	plat  Platform
+	st    *stats
+	clk   Clock
+	spin  func(time.Duration)
+	state atomic.Pointer[string]
+
+	txMu sync.Mutex
+	tx   txRing
+
+	rxMu sync.Mutex
+	rx   rxRing
+	rxb  []byte // scratch for software checksum checks
+
+	waitMu  sync.Mutex
+	waiters map[uint64]func()
+	nextW   uint64
+
+	mu         sync.RWMutex
+	dispatcher stack.NetworkDispatcher
+	onClose    func()
+	linkAddr   tcpip.LinkAddress
+
+	link       atomic.Bool
+	lastStats  time.Time
+	hangTDH    uint32
+	hangSince  time.Time
+	hangActive bool
+
+	stop    chan struct{}
+	done    chan struct{}
+	started bool
+	closed  atomic.Bool
+}
+
+var (
+	_ stack.LinkEndpoint = (*Endpoint)(nil)
+	_ nic.CreditLink     = (*Endpoint)(nil)
+)
+
+// Open identifies the card, resets and initialises it, and (unless
+// cfg.ManualPoll) starts the poll loop. The card's PCI ID is read from
+// p.Config; unknown IDs fail with ErrUnsupportedDevice.
+func Open(p Platform, cfg Config) (*Endpoint, error) {
+	if p.Regs == nil || p.Config == nil || p.DMA == nil {
+		return nil, fmt.Errorf("%w: Platform needs Regs, Config and DMA", ErrConfig)
+	}
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	ven, err := p.Config.ReadConfig16(pciVendorID)
+	if err != nil {
+		return nil, fmt.Errorf("i219: reading PCI vendor ID: %w", err)
+	}
+	devID, err := p.Config.ReadConfig16(pciDeviceID)
+	if err != nil {
+		return nil, fmt.Errorf("i219: reading PCI device ID: %w", err)
+	}
+	v, err := Identify(ven, devID)
+	if err != nil {
+		return nil, err
+	}
+	e := &Endpoint{cfg: cfg, plat: p, clk: p.Clock, waiters: map[uint64]func(){}}
+	if e.clk == nil {
+		e.clk = realClock{}
+	}
+	if s, ok := e.clk.(interface{ Spin(time.Duration) }); ok {
+		e.spin = s.Spin
+	} else {
+		e.spin = e.clk.Sleep
+	}
+	e.st = newStats(cfg.Counters)
+	e.d = dev{regs: p.Regs, cfg: p.Config, clk: e.clk, variant: v, deviceID: devID, m: newRegMap(v), useIRQ: p.IRQ != nil}
+
+	if e.tx.descRing, err = newDescRing(p.DMA, cfg.TXDescriptors); err != nil {
+		return nil, err
+	}
+	if e.tx.bufs, err = newSlab(p.DMA, cfg.TXDescriptors); err != nil {
+		return nil, err
+	}
+	if e.rx.descRing, err = newDescRing(p.DMA, cfg.RXDescriptors); err != nil {
+		return nil, err
+	}
+	if e.rx.bufs, err = newSlab(p.DMA, cfg.RXDescriptors); err != nil {
+		return nil, err
+	}
+	e.rxb = make([]byte, bufSize)
+
+	if err := e.d.setPCICommand(true); err != nil {
+		return nil, err
+	}
+	if err := e.d.readMAC(); err != nil {
+		return nil, err
+	}
+	if err := e.bringUp(); err != nil {
+		return nil, err
+	}
+	e.linkAddr = tcpip.LinkAddress(e.d.mac[:])
+	e.lastStats = e.clk.Now()
+	e.link.Store(e.d.linkUp())
+	if !cfg.ManualPoll {
+		e.startLoop()
+	}
+	return e, nil
+}
+
+// bringUp resets and initialises the card with empty rings.
+func (e *Endpoint) bringUp() error {
+	if err := e.d.reset(&e.tx); err != nil {
+		return err
+	}
+	e.tx.reset()
+	if err := e.d.initHW(&e.tx, &e.rx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Variant reports the MAC family found at Open.
+func (e *Endpoint) Variant() Variant { return e.d.variant }
+
+// DeviceID reports the PCI device ID found at Open.
+func (e *Endpoint) DeviceID() uint16 { return e.d.deviceID }
+
+// PHYID reports the PHY's identifier (registers 2 and 3).
+func (e *Endpoint) PHYID() uint32 { return e.d.phyID }
+
+// LinkUp reports the link state as of the last poll.
+func (e *Endpoint) LinkUp() bool { return e.link.Load() }
+
+// Counters returns the registry holding the nic.* counters.
+func (e *Endpoint) Counters() *counters.Registry { return e.cfg.Counters }
+
+// WaitLink polls until the link is up or timeout passes.
+func (e *Endpoint) WaitLink(timeout time.Duration) bool {
+	deadline := e.clk.Now().Add(timeout)
+	for {
+		if e.d.linkUp() {
+			return true
+		}
+		if !e.clk.Now().Before(deadline) {
+			return false
+		}
+		e.clk.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ---- stack.LinkEndpoint ----
+
+// MTU implements stack.LinkEndpoint.
+func (e *Endpoint) MTU() uint32 { return mtu }
+
+// SetMTU implements stack.LinkEndpoint; the MTU is fixed by the 2 KiB buffers.
+func (e *Endpoint) SetMTU(uint32) {}
+
+// MaxHeaderLength implements stack.LinkEndpoint.
+func (e *Endpoint) MaxHeaderLength() uint16 { return header.EthernetMinimumSize }
+
+// LinkAddress implements stack.LinkEndpoint.
+func (e *Endpoint) LinkAddress() tcpip.LinkAddress {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.linkAddr
+}
+
+// SetLinkAddress implements stack.LinkEndpoint: it also reprograms RAL0/RAH0
+// so the card's filter follows.
+func (e *Endpoint) SetLinkAddress(a tcpip.LinkAddress) {
+	if len(a) != 6 {
+		return
+	}
+	e.mu.Lock()
+	e.linkAddr = a
+	e.mu.Unlock()
+	e.rxMu.Lock()
+	copy(e.d.mac[:], a)
+	e.d.setMAC()
+	e.rxMu.Unlock()
+}
+
+// Capabilities implements stack.LinkEndpoint.
+func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
+	c := stack.CapabilityResolutionRequired
+	if e.cfg.RXChecksumOffload {
+		c |= stack.CapabilityRXChecksumOffload
+	}
+	return c
+}
+
+// Attach implements stack.LinkEndpoint.
+func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
+	e.mu.Lock()
+	e.dispatcher = d
+	e.mu.Unlock()
+}
+
+// IsAttached implements stack.LinkEndpoint.
+func (e *Endpoint) IsAttached() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.dispatcher != nil
+}
+
+// Wait implements stack.LinkEndpoint: it waits for the poll loop to end
+// (after Stop or Close).
+func (e *Endpoint) Wait() {
+	if e.done != nil {
+		<-e.done
+	}
+}
+
+// ARPHardwareType implements stack.LinkEndpoint.
+func (e *Endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
+
+// AddHeader implements stack.LinkEndpoint (Ethernet II, IEEE 802.3).
+func (e *Endpoint) AddHeader(pkt *stack.PacketBuffer) {
+	src := pkt.EgressRoute.LocalLinkAddress
+	if src == "" {
+		src = e.LinkAddress()
+	}
+	eth := header.Ethernet(pkt.LinkHeader().Push(header.EthernetMinimumSize))
+	eth.Encode(&header.EthernetFields{SrcAddr: src, DstAddr: pkt.EgressRoute.RemoteLinkAddress, Type: pkt.NetworkProtocolNumber})
+}
+
+// ParseHeader implements stack.LinkEndpoint.
+func (e *Endpoint) ParseHeader(pkt *stack.PacketBuffer) bool {
+	_, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	return ok
+}
+
+// SetOnCloseAction implements stack.LinkEndpoint.
+func (e *Endpoint) SetOnCloseAction(f func()) {
+	e.mu.Lock()
+	e.onClose = f
+	e.mu.Unlock()
+}
+
+// Close implements stack.LinkEndpoint: it stops the poll loop, stops the
+// card's RX, TX and DMA, and releases the platform.
+func (e *Endpoint) Close() {
+	if e.closed.Swap(true) {
+		return
+	}
+	e.mu.RLock()
+	f := e.onClose
+	e.mu.RUnlock()
+	if f != nil {
+		f()
+	}
+	e.Stop()
+	e.rxMu.Lock()
+	e.txMu.Lock()
+	e.d.wr(regIMC, icrAll)
+	e.d.wr(regRCTL, 0)
+	e.d.wr(regTCTL, tctlPSP)
+	e.d.wr(regCTRLEXT, e.d.rd(regCTRLEXT)&^ctrlExtDrvLoad)
+	_ = e.d.disableMastering()
+	_ = e.d.setPCICommand(false)
+	e.txMu.Unlock()
+	e.rxMu.Unlock()
+	if e.plat.Close != nil {
+		_ = e.plat.Close()
+	}
+}
+
+// ---- TX ----
+
+// WritePackets implements stack.LinkWriter. Each frame is copied into the
+// next TX buffer. When the ring is full the call reclaims and waits in
+// 50 µs steps, within TxRetryBudget shared by the whole batch; a frame
+// still without room is dropped and counted (the link behaves like a
+// congested wire; TCP recovers, and no small frame queues behind a stall).
+func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	if e.closed.Load() {
+		return 0, &tcpip.ErrClosedForSend{}
+	}
+	var (
+		sent, dropped int
+		spent         time.Duration
+		reclaimed     bool
+	)
+	e.txMu.Lock()
+	for _, pkt := range pkts.AsSlice() {
+		size := pkt.Size()
+		if size > maxFrame {
+			e.st.txTooLong.Inc()
+			e.st.txDrops.Inc()
+			dropped++
+			continue
+		}
+		if e.tx.free() == 0 {
+			reclaimed = e.reclaimLocked() > 0 || reclaimed
+		}
+		if e.tx.free() == 0 {
+			e.st.txRingFull.Inc()
+			for e.tx.free() == 0 && spent < TxRetryBudget {
+				step := min(txRetryStep, TxRetryBudget-spent)
+				e.txMu.Unlock()
+				t0 := e.clk.Now()
+				e.spin(step)
+				spent += max(e.clk.Now().Sub(t0), step)
+				e.st.txRetries.Inc()
+				e.txMu.Lock()
+				reclaimed = e.reclaimLocked() > 0 || reclaimed
+			}
+			if e.tx.free() == 0 {
+				e.st.txDrops.Inc()
+				dropped++
+				continue
+			}
+		}
+		tail := e.tx.put(pkt.AsSlices())
+		e.d.wr(regTDT, uint32(tail))
+		sent++
+	}
+	e.txMu.Unlock()
+	pkts.Reset()
+	if reclaimed {
+		e.notifyWaiters()
+	}
+	if dropped > 0 && sent == 0 {
+		return 0, &tcpip.ErrNoBufferSpace{}
+	}
+	return sent, nil
+}
+
+// reclaimLocked gives back finished TX slots and counts them.
+func (e *Endpoint) reclaimLocked() int {
+	f, b := e.tx.reclaim()
+	if f > 0 {
+		e.st.txFrames.Add(uint64(f))
+		e.st.txBytes.Add(uint64(b))
+	}
+	return f
+}
+
+// ---- credit ----
+
+// TxCredit implements nic.CreditLink.
+func (e *Endpoint) TxCredit() nic.Credit { return credit{e} }
+
+type credit struct{ e *Endpoint }
+
+// TxFree implements nic.Credit: free TX descriptors, one per frame.
+func (c credit) TxFree() int {
+	c.e.txMu.Lock()
+	defer c.e.txMu.Unlock()
+	return c.e.tx.free()
+}
+
+// NotifyTxFree implements nic.Credit. f runs once, on the reclaim path,
+// with no driver lock held.
+func (c credit) NotifyTxFree(f func()) (cancel func()) {
+	e := c.e
+	e.waitMu.Lock()
+	id := e.nextW
+	e.nextW++
+	e.waiters[id] = f
+	e.waitMu.Unlock()
+	return func() {
+		e.waitMu.Lock()
+		delete(e.waiters, id)
+		e.waitMu.Unlock()
+	}
+}
+
+func (e *Endpoint) notifyWaiters() {
+	e.waitMu.Lock()
+	if len(e.waiters) == 0 {
+		e.waitMu.Unlock()
+		return
+	}
+	fs := make([]func(), 0, len(e.waiters))
+	for id, f := range e.waiters {
+		fs = append(fs, f)
+		delete(e.waiters, id)
+	}
+	e.waitMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}

@@ -1,0 +1,225 @@
+package i219
+
+import (
+	"time"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// startLoop runs Poll on its own goroutine until Stop.
+func (e *Endpoint) startLoop() {
+	e.stop = make(chan struct{})
+	e.done = make(chan struct{})
+	e.started = true
+	go func() {
+		defer close(e.done)
+		for {
+			select {
+			case <-e.stop:
+				return
+			default:
+			}
+			if e.Poll() > 0 {
+				continue // more may be waiting: poll again at once
+			}
+			if e.plat.IRQ != nil {
+				if fired, err := e.plat.IRQ.Wait(e.cfg.PollInterval); err == nil && fired {
+					_ = e.plat.IRQ.Ack()
+				}
+				continue
+			}
+			e.clk.Sleep(e.cfg.PollInterval)
+		}
+	}()
+}
+
+// Stop ends the poll loop and waits for it. Safe to call more than once.
+func (e *Endpoint) Stop() {
+	if !e.started {
+		return
+	}
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
+	<-e.done
+}
+
+// Poll runs one pass: read and clear ICR, reap up to PollBatch received
+// frames, reclaim finished TX descriptors, and every 100 ms fold the
+// statistics registers into the counters and check link and TX hang. It
+// returns the number of frames received and reclaimed.
+func (e *Endpoint) Poll() int {
+	if e.closed.Load() {
+		return 0
+	}
+	icr := e.d.rd(regICR)
+	n := e.pollRX()
+
+	e.txMu.Lock()
+	f := e.reclaimLocked()
+	e.txMu.Unlock()
+	if f > 0 {
+		e.notifyWaiters()
+	}
+	now := e.clk.Now()
+	if icr&icrLSC != 0 || now.Sub(e.lastStats) >= statsInterval {
+		e.lastStats = now
+		e.foldStats()
+		e.checkLink()
+		e.watchdog(now)
+	}
+	return n + f
+}
+
+// foldStats adds the read-to-clear statistics registers to the counters.
+func (e *Endpoint) foldStats() {
+	e.st.rxMissed.Add(uint64(e.d.rd(regMPC)))
+	e.st.rxNoBuffer.Add(uint64(e.d.rd(regRNBC)))
+	e.st.crcErrors.Add(uint64(e.d.rd(regCRCERRS)))
+}
+
+func (e *Endpoint) checkLink() {
+	up := e.d.linkUp()
+	if up != e.link.Swap(up) {
+		e.st.linkChanges.Inc()
+	}
+}
+
+// watchdog resets the unit when TDH has not moved for TxHangTimeout while
+// frames are pending and the link is up: the I219's documented TX hangs
+// leave the ring stuck until a reset, and a stalled ring would otherwise
+// drop every later frame.
+func (e *Endpoint) watchdog(now time.Time) {
+	if e.cfg.TxHangTimeout < 0 {
+		return
+	}
+	e.txMu.Lock()
+	pending := e.tx.used > 0
+	e.txMu.Unlock()
+	if !pending || !e.link.Load() {
+		e.hangActive = false
+		return
+	}
+	tdh := e.d.rd(regTDH)
+	if !e.hangActive || tdh != e.hangTDH {
+		e.hangActive, e.hangTDH, e.hangSince = true, tdh, now
+		return
+	}
+	if now.Sub(e.hangSince) < e.cfg.TxHangTimeout {
+		return
+	}
+	e.st.txHangs.Inc()
+	e.hangActive = false
+	e.resetUnit()
+}
+
+// resetUnit resets and re-initialises the card; frames still in the TX ring
+// are dropped and counted.
+func (e *Endpoint) resetUnit() {
+	e.rxMu.Lock()
+	e.txMu.Lock()
+	e.st.txDrops.Add(uint64(e.tx.used))
+	_ = e.bringUp()
+	e.txMu.Unlock()
+	e.rxMu.Unlock()
+	e.notifyWaiters()
+}
+
+// pollRX reaps up to PollBatch completed RX descriptors, copies each good
+// frame out, re-arms the same buffer and hands the frames to the stack
+// after the ring lock is released.
+func (e *Endpoint) pollRX() int {
+	e.rxMu.Lock()
+	var out []*stack.PacketBuffer
+	var protos []tcpip.NetworkProtocolNumber
+	r := &e.rx
+	n := 0
+	for n < e.cfg.PollBatch {
+		d := r.desc(r.next)
+		se := d.staterr()
+		if se&rxStaDD == 0 {
+			break
+		}
+		n++
+		length := d.length()
+		eop := se&rxStaEOP != 0
+		switch {
+		case r.skip || !eop:
+			// A frame longer than one buffer: drop every piece, count once.
+			if !r.skip {
+				e.st.rxTooLong.Inc()
+			}
+			r.skip = !eop
+		case se&rxErrFrame != 0:
+			e.st.rxErrors.Inc()
+		case length < header.EthernetMinimumSize || length > bufSize:
+			e.st.rxErrors.Inc()
+		default:
+			frame := r.bufs.mem[r.next][:length]
+			if pkt, proto, ok := e.frameToPacket(frame, se); ok {
+				out = append(out, pkt)
+				protos = append(protos, proto)
+			}
+		}
+		d.arm(r.bufs.bus[r.next])
+		r.tail = r.next
+		r.next = (r.next + 1) % r.n
+	}
+	if n > 0 {
+		e.d.wr(regRDT, uint32(r.tail))
+	}
+	e.rxMu.Unlock()
+
+	e.mu.RLock()
+	disp := e.dispatcher
+	e.mu.RUnlock()
+	for i, pkt := range out {
+		if disp == nil {
+			e.st.rxUnattached.Inc()
+		} else {
+			disp.DeliverNetworkPacket(protos[i], pkt)
+		}
+		pkt.DecRef()
+	}
+	return n
+}
+
+// frameToPacket copies a received frame into a packet buffer with its
+// Ethernet header consumed and PktType set from the destination address.
+func (e *Endpoint) frameToPacket(frame []byte, se uint32) (*stack.PacketBuffer, tcpip.NetworkProtocolNumber, bool) {
+	if e.cfg.RXChecksumOffload {
+		if hwChecksumOK(se) {
+			e.st.rxCsumOffload.Inc()
+		} else if !softwareChecksumOK(frame) {
+			e.st.rxErrors.Inc()
+			return nil, 0, false
+		}
+	}
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	if !ok {
+		pkt.DecRef()
+		e.st.rxErrors.Inc()
+		return nil, 0, false
+	}
+	eth := header.Ethernet(hdr)
+	dst := eth.DestinationAddress()
+	switch {
+	case dst == header.EthernetBroadcastAddress:
+		pkt.PktType = tcpip.PacketBroadcast
+	case header.IsMulticastEthernetAddress(dst):
+		pkt.PktType = tcpip.PacketMulticast
+	case dst == e.LinkAddress():
+		pkt.PktType = tcpip.PacketHost
+	default:
+		pkt.PktType = tcpip.PacketOtherHost
+	}
+	e.st.rxFrames.Inc()
+	e.st.rxBytes.Add(uint64(len(frame)))
+	return pkt, eth.Type(), true
+}
