@@ -1,0 +1,99 @@
+// Package syncookie makes and checks SYN cookies (RFC 4987 §3.6): when the
+// SYN queue is full, the listener encodes what it must remember into the ISN
+// of its SYN-ACK and keeps no state; the ACK that completes the handshake
+// returns it. A cookie holds an MSS index, the low bits of a 64-second time
+// slot, and a keyed hash of the 4-tuple, the peer's ISN, the slot and the
+// index, so a forged or replayed-late cookie fails the check.
+//
+// Layout of the 32 bits: slot mod 4 (2 bits) | MSS index (3 bits) | hash (27 bits).
+package syncookie
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"time"
+
+	"github.com/netramp/netramp/tcp/internal/isn"
+)
+
+// Tuple is the connection's 4-tuple, shared with package isn.
+type Tuple = isn.Tuple
+
+// Slot is the cookie's time granularity; a cookie is accepted in the slot it
+// was made in and the next, so it lives between 64 and 128 seconds.
+const Slot = 64 * time.Second
+
+// MSSTable lists the MSS values a cookie can carry, ascending; Make encodes
+// the largest not above the peer's MSS. The peer advertised at least the
+// encoded value, so sending with it never exceeds the peer's limit.
+var MSSTable = [8]uint16{216, 536, 1200, 1360, 1400, 1440, 1460, 8960}
+
+const hashBits = 27
+
+// Jar holds the secret key.
+type Jar struct {
+	secret [32]byte
+}
+
+// New returns a jar keyed by secret (drawn once per stack from a
+// cryptographic source).
+func New(secret [32]byte) *Jar { return &Jar{secret: secret} }
+
+func (j *Jar) hash(id Tuple, peerISN uint32, slot uint64, idx int) uint32 {
+	var buf [32 + 36 + 4 + 8 + 1]byte
+	b := append(buf[:0], j.secret[:]...)
+	b = id.AppendBinary(b)
+	b = binary.BigEndian.AppendUint32(b, peerISN)
+	b = binary.BigEndian.AppendUint64(b, slot)
+	b = append(b, byte(idx))
+	sum := sha256.Sum256(b)
+	return binary.BigEndian.Uint32(sum[:4]) & (1<<hashBits - 1)
+}
+
+func slotOf(now time.Duration) uint64 {
+	if now < 0 {
+		return 0
+	}
+	return uint64(now / Slot)
+}
+
+// MSSIndex is the index of the largest table entry not above mss. An MSS
+// below 216 (which no IPv4 or IPv6 path forces) still gets index 0: such a
+// peer's limit is exceeded while cookies are in use, a stated departure that
+// keeps the index in three bits.
+func MSSIndex(mss uint16) int {
+	idx := 0
+	for i, v := range MSSTable {
+		if v <= mss {
+			idx = i
+		}
+	}
+	return idx
+}
+
+// Make returns the cookie to use as the SYN-ACK's ISN for a SYN from id with
+// sequence number peerISN and MSS option mss, at now.
+func (j *Jar) Make(id Tuple, peerISN uint32, mss uint16, now time.Duration) uint32 {
+	slot := slotOf(now)
+	idx := MSSIndex(mss)
+	return uint32(slot&3)<<30 | uint32(idx)<<hashBits | j.hash(id, peerISN, slot, idx)
+}
+
+// Check validates a cookie returned in an ACK (its acknowledgement number
+// less one; peerISN is its sequence number less one) at now. It accepts a
+// cookie made in the current or the previous slot and returns the MSS it
+// encodes.
+func (j *Jar) Check(id Tuple, peerISN uint32, cookie uint32, now time.Duration) (mss uint16, ok bool) {
+	cur := slotOf(now)
+	idx := int(cookie>>hashBits) & 7
+	for age := uint64(0); age < 2 && age <= cur; age++ {
+		slot := cur - age
+		if uint32(slot&3) != cookie>>30 {
+			continue
+		}
+		if j.hash(id, peerISN, slot, idx) == cookie&(1<<hashBits-1) {
+			return MSSTable[idx], true
+		}
+	}
+	return 0, false
+}
