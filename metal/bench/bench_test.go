@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/netramp/netramp/metal/osbench"
+	"github.com/netramp/netramp/metal/report"
+)
+
+// benchArms are the arms the whole-bench test runs: the cheapest that carry
+// a real ramp in this build.
+var benchArms = Definitions{"X": "loopback", "Y": "loopback"}
+
+const benchRules = "faster: Y > X on goodput in every pair\nramp: Y > X on recv_100ms in every pair, p <= 0.5\n"
+
+func TestWholeBenchTableMatchesTheRawRecords(t *testing.T) {
+	ev := t.TempDir()
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Config{
+		Order: []string{"X", "Y", "X", "Y"}, Defs: benchArms, Preset: "clean-lan", Dir: osbench.Upload,
+		Bytes: 4_000_000, Conns: 2, Seed: 1, Rules: benchRules, RulesName: "test.rules", Evidence: ev, Out: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := out.String()
+	// The rule was copied into the evidence as written.
+	if b, err := os.ReadFile(filepath.Join(ev, "rules.txt")); err != nil || string(b) != benchRules {
+		t.Fatalf("rules.txt: %q, %v", b, err)
+	}
+	for _, f := range []string{"table.txt", "table.md", "verdict.txt", "host.txt", "arms.json", "plan.json", "ramp.png", "ramp.svg"} {
+		if st, err := os.Stat(filepath.Join(ev, f)); err != nil || st.Size() == 0 {
+			t.Errorf("evidence %s: %v", f, err)
+		}
+	}
+	if len(res.Verdicts) != 2 || !strings.Contains(printed, "faster: ") {
+		t.Errorf("verdicts %v", res.Verdicts)
+	}
+
+	// The raw records, read back and reduced here independently of report.
+	type key struct {
+		arm string
+		row int
+	}
+	byRow := map[key][]osbench.Report{}
+	f, err := os.Open(filepath.Join(ev, "connections.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	n := 0
+	for sc.Scan() {
+		var c report.Conn
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		byRow[key{c.Arm, c.Row}] = append(byRow[key{c.Arm, c.Row}], c.Report)
+		n++
+	}
+	if n != 8 {
+		t.Fatalf("%d records, want 4 rows of 2", n)
+	}
+	// The printed table, parsed.
+	start := strings.Index(printed, "arm (rows)")
+	end := strings.Index(printed[start:], "\n\n")
+	lines, err := report.ParseText(printed[start : start+end+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("table has %d arms: %+v", len(lines), lines)
+	}
+	for _, l := range lines {
+		var rows []key
+		for k := range byRow {
+			if k.arm == l.Arm {
+				rows = append(rows, k)
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].row < rows[j].row })
+		if len(rows) != l.Rows || len(l.Goodput) != len(rows) {
+			t.Fatalf("arm %s: table says %d rows (%v), records have %d", l.Arm, l.Rows, l.Goodput, len(rows))
+		}
+		for i, k := range rows {
+			reps := byRow[k]
+			g := make([]float64, len(reps))
+			for j, r := range reps {
+				g[j] = r.GoodputMBps
+			}
+			sort.Float64s(g)
+			med := g[len(g)/2]
+			if len(g)%2 == 0 {
+				med = (g[len(g)/2-1] + g[len(g)/2]) / 2
+			}
+			if !close3(l.Goodput[i], med) {
+				t.Errorf("arm %s row %d: table goodput %v, records' median %v", l.Arm, i, l.Goodput[i], med)
+			}
+		}
+		for m := range osbench.DefaultMarks {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, k := range rows {
+				sum := 0.0
+				for _, r := range byRow[k] {
+					sum += float64(r.Marks[m].FromFirst)
+				}
+				mean := sum / float64(len(byRow[k])) / 1e6
+				lo, hi = math.Min(lo, mean), math.Max(hi, mean)
+			}
+			if !close3(l.Marks[m][0], lo) || !close3(l.Marks[m][1], hi) {
+				t.Errorf("arm %s mark %v: table %v, records %v–%v", l.Arm, osbench.DefaultMarks[m], l.Marks[m], lo, hi)
+			}
+		}
+	}
+}
+
+// close3 holds a printed figure (about three significant digits) to the
+// value it rounds.
+func close3(printed, v float64) bool {
+	return math.Abs(printed-v) <= math.Max(0.005*math.Abs(v), 0.0005)
+}
+
+func TestRunRefusesToStartWithoutRules(t *testing.T) {
+	ev := filepath.Join(t.TempDir(), "ev")
+	_, err := Run(context.Background(), Config{Order: []string{"X"}, Defs: benchArms, Bytes: 1, Conns: 1, Evidence: ev})
+	if !errors.Is(err, ErrNoRules) {
+		t.Fatalf("err = %v, want ErrNoRules", err)
+	}
+	if _, err := os.Stat(ev); !os.IsNotExist(err) {
+		t.Fatalf("an evidence folder was made for a run that never started")
+	}
+	_, err = Run(context.Background(), Config{Order: []string{"X"}, Defs: benchArms, Bytes: 1, Conns: 1, Evidence: ev, Rules: "bad rule", RulesName: "r.rules"})
+	if err == nil || !strings.Contains(err.Error(), "r.rules:1:") {
+		t.Fatalf("err = %v, want a parse error naming r.rules:1", err)
+	}
+}
+
+func TestUnavailableArmMakesItsRulesNotJudged(t *testing.T) {
+	t.Setenv("OSBENCH_QEMU_KERNEL", "") // no image: the QEMU hook cannot boot
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Config{
+		Order: []string{"X", "Z"}, Defs: Definitions{"X": "loopback", "Z": "boot:qemu"}, Bytes: 100_000, Conns: 1,
+		Rules: "p: X within 1 of Z on goodput\n", Evidence: t.TempDir(), Out: &out, NoPlot: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdicts[0].Status.String() != "NOT JUDGED" || !strings.Contains(out.String(), "p: NOT JUDGED: arm Z did not run (unavailable: ") {
+		t.Fatalf("verdict %v\n%s", res.Verdicts[0], out.String())
+	}
+}

@@ -1,0 +1,283 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/netramp/netramp/metal/judge"
+	"github.com/netramp/netramp/metal/osbench"
+	"github.com/netramp/netramp/metal/report"
+)
+
+// DefaultOrder is the row order of the default bench: the kernel brackets
+// three A/B pairs, gVisor's TCP runs inside the brackets.
+var DefaultOrder = []string{"Linux", "gVisor", "A", "B", "A", "B", "A", "B", "gVisor", "Linux"}
+
+// ErrNoRules is returned when a run is asked to start without a rule file.
+var ErrNoRules = errors.New("bench: no rule file: the rules must be written before the run")
+
+// Config is one bench run.
+type Config struct {
+	Order  []string    // arm names in row order
+	Defs   Definitions // name -> definition; nil = DefaultDefinitions
+	Preset string      // nic/wire preset
+	Dir    osbench.Direction
+	Bytes  int64 // payload per connection
+	Conns  int   // connections per row
+	Seed   int64 // base path seed; the i-th row of each arm uses Seed+i
+
+	Rules     string // the rule file's text (required)
+	RulesName string // where it came from, for messages
+
+	Evidence string // evidence folder; "" = ./evidence/<UTC timestamp>
+	Repo     string // repository root (host facts, rev: arms); "" = none
+	Out      io.Writer
+	Progress io.Writer // a terminal for the progress line; nil = quiet
+	NoPlot   bool
+}
+
+// Result is what a run produced.
+type Result struct {
+	Rows     []report.Row
+	Verdicts []judge.Verdict
+	Dir      string
+	Elapsed  time.Duration
+}
+
+// Run runs the bench: it parses the rules and copies them into the
+// evidence before any row runs, runs the rows in order, and writes the
+// table, the verdict and the plot.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	start := time.Now()
+	if strings.TrimSpace(cfg.Rules) == "" {
+		return nil, ErrNoRules
+	}
+	if cfg.RulesName == "" {
+		cfg.RulesName = "rules"
+	}
+	rules, err := judge.Parse(cfg.RulesName, cfg.Rules)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Defs == nil {
+		cfg.Defs = DefaultDefinitions()
+	}
+	if len(cfg.Order) == 0 {
+		return nil, errors.New("bench: no rows to run")
+	}
+	if cfg.Conns <= 0 || cfg.Bytes <= 0 {
+		return nil, fmt.Errorf("bench: %d connections of %d bytes: both must be positive", cfg.Conns, cfg.Bytes)
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = osbench.Upload
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Evidence == "" {
+		cfg.Evidence = filepath.Join("evidence", start.UTC().Format("20060102T150405Z"))
+	}
+	if err := os.MkdirAll(cfg.Evidence, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: evidence folder: %w", err)
+	}
+	ev := cfg.Evidence
+	// The rule is fixed before the first row runs.
+	if err := os.WriteFile(filepath.Join(ev, "rules.txt"), []byte(cfg.Rules), 0o644); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "osbench-work-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	arms := map[string]Arm{}
+	armInfo := map[string]map[string]string{}
+	for _, name := range cfg.Order {
+		if _, ok := arms[name]; ok {
+			continue
+		}
+		def, ok := cfg.Defs[name]
+		if !ok {
+			return nil, fmt.Errorf("%w %q (defined: %s)", ErrUnknownArm, name, strings.Join(sortedKeys(map[string]string(cfg.Defs)), ", "))
+		}
+		a, err := Build(name, def, ArmOptions{Repo: cfg.Repo, WorkDir: work})
+		if err != nil {
+			return nil, err
+		}
+		arms[name] = a
+	}
+	for name, a := range arms {
+		info := map[string]string{"definition": cfg.Defs[name], "timebase": a.Timebase(), "path": a.PathName(cfg.Preset)}
+		if why := a.Unavailable(); why != "" {
+			info["unavailable"] = why
+		}
+		for k, v := range a.Describe() {
+			info[k] = v
+		}
+		armInfo[name] = info
+	}
+	plan := map[string]any{"order": cfg.Order, "preset": cfg.Preset, "direction": cfg.Dir, "bytes": cfg.Bytes,
+		"conns": cfg.Conns, "seed": cfg.Seed, "rules": cfg.RulesName, "start": start.UTC().Format(time.RFC3339)}
+	if err := writeJSON(filepath.Join(ev, "plan.json"), plan); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(ev, "host.txt"), []byte(hostFacts(cfg.Repo)), 0o644); err != nil {
+		return nil, err
+	}
+	raw, err := os.Create(filepath.Join(ev, "connections.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+
+	prog := newProgress(cfg.Progress, len(cfg.Order), cfg.Conns, start)
+	defer prog.stop()
+	var rows []report.Row
+	armRow := map[string]int{}
+	for i, name := range cfg.Order {
+		a := arms[name]
+		k := armRow[name]
+		armRow[name]++
+		row := report.Row{Arm: name, ArmRow: k, Timebase: a.Timebase(), Path: a.PathName(cfg.Preset)}
+		if why := a.Unavailable(); why != "" {
+			row.Unavailable = why
+			rows = append(rows, row)
+			continue
+		}
+		prog.row(i, name, a.Timebase())
+		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: cfg.Bytes, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
+			Progress: func(c int) { prog.conn(c) }}
+		conns, err := a.RunRow(ctx, spec)
+		if err != nil {
+			row.Err = err.Error()
+			conns = nil // a row is whole or absent: partial rows would bias the means
+		}
+		if len(conns) > 0 && conns[0].Timebase != "" {
+			row.Timebase = conns[0].Timebase
+		}
+		for j := range conns {
+			c := &conns[j]
+			c.Arm, c.Row, c.ArmRow, c.Conn, c.Path = name, i, k, j, row.Path
+			c.Timebase = row.Timebase
+			b, _ := json.Marshal(c)
+			if _, err := raw.Write(append(b, '\n')); err != nil {
+				return nil, err
+			}
+		}
+		row.Conns = conns
+		rows = append(rows, row)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	prog.stop()
+	for i, r := range rows {
+		if r.Err != "" {
+			armInfo[r.Arm][fmt.Sprintf("row %d failed", i)] = r.Err
+		}
+	}
+	if err := writeJSON(filepath.Join(ev, "arms.json"), armInfo); err != nil {
+		return nil, err
+	}
+
+	// Judge: an arm with any row unavailable or failed is not judged.
+	jrows := make([]judge.Row, 0, len(rows))
+	missing := map[string]string{}
+	for i, r := range rows {
+		switch {
+		case r.Unavailable != "":
+			missing[r.Arm] = "unavailable: " + r.Unavailable
+		case r.Err != "":
+			missing[r.Arm] = fmt.Sprintf("row %d failed: %s", i+1, r.Err)
+		default:
+			jrows = append(jrows, judge.Row{Arm: r.Arm, Values: r.Metrics()})
+		}
+	}
+	verdicts := judge.Judge(rules, jrows, missing)
+	elapsed := time.Since(start)
+	if err := writeReport(cfg, rows, verdicts, elapsed); err != nil {
+		return nil, err
+	}
+	return &Result{Rows: rows, Verdicts: verdicts, Dir: ev, Elapsed: elapsed}, nil
+}
+
+func writeReport(cfg Config, rows []report.Row, verdicts []judge.Verdict, elapsed time.Duration) error {
+	ev := cfg.Evidence
+	var text, md strings.Builder
+	fmt.Fprintf(&text, "osbench %s, preset %s, %d connection(s) of %s a row, order %s\n\n", cfg.Dir, cfg.Preset, cfg.Conns,
+		report.Num(float64(cfg.Bytes)/1e6)+" MB", strings.Join(cfg.Order, " "))
+	if err := report.WriteText(&text, cfg.Dir, rows); err != nil {
+		return err
+	}
+	text.WriteString("\n")
+	report.WriteCounters(&text, rows, false)
+	var paths []string
+	for i, r := range rows {
+		paths = append(paths, fmt.Sprintf("row %d %s: %s time, %s", i+1, r.Arm, r.Timebase, r.Path))
+	}
+	text.WriteString("\n" + strings.Join(paths, "\n") + "\n")
+	fmt.Fprintf(&md, "osbench %s, preset %s, %d connection(s) of %s MB a row\n\n", cfg.Dir, cfg.Preset, cfg.Conns, report.Num(float64(cfg.Bytes)/1e6))
+	report.WriteMarkdown(&md, cfg.Dir, rows)
+	md.WriteString("\n")
+	report.WriteCounters(&md, rows, true)
+	var vt strings.Builder
+	fmt.Fprintf(&vt, "verdict (rules from %s, fixed before the run):\n", cfg.RulesName)
+	for _, v := range verdicts {
+		fmt.Fprintf(&vt, "  %s\n", v)
+	}
+	md.WriteString("\n```\n" + vt.String() + "```\n")
+	for name, body := range map[string]string{"table.txt": text.String(), "table.md": md.String(), "verdict.txt": vt.String()} {
+		if err := os.WriteFile(filepath.Join(ev, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	if !cfg.NoPlot {
+		title := fmt.Sprintf("osbench %s on %s: received bytes per row (mean of %d connections)", cfg.Dir, cfg.Preset, cfg.Conns)
+		if err := report.Plot(rows, title, 0, filepath.Join(ev, "ramp.png"), filepath.Join(ev, "ramp.svg")); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(cfg.Out, text.String())
+	fmt.Fprintf(cfg.Out, "\n%s\nevidence: %s (%s)\n", vt.String(), ev, elapsed.Round(time.Second))
+	return os.WriteFile(filepath.Join(ev, "elapsed.txt"), []byte(elapsed.String()+"\n"), 0o644)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// hostFacts records what the figures depend on: kernel, cores, Go, revision.
+func hostFacts(repo string) string {
+	var b strings.Builder
+	run := func(label string, name string, args ...string) {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(&b, "%s: (%v)\n", label, err)
+			return
+		}
+		fmt.Fprintf(&b, "%s: %s\n", label, strings.TrimSpace(string(out)))
+	}
+	run("uname", "uname", "-a")
+	fmt.Fprintf(&b, "nproc: %d (GOMAXPROCS %d)\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&b, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if repo != "" {
+		run("git rev", "git", "-C", repo, "rev-parse", "HEAD")
+		out, _ := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no").Output()
+		fmt.Fprintf(&b, "git tree: %s\n", map[bool]string{true: "clean", false: "modified tracked files"}[len(strings.TrimSpace(string(out))) == 0])
+	}
+	fmt.Fprintf(&b, "euid: %d\n", os.Geteuid())
+	return b.String()
+}

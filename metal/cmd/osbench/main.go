@@ -1,0 +1,116 @@
+// Command osbench is netramp's A/B bench. With no arguments it runs the
+// default bench on the t14 preset and prints the table and the verdict:
+//
+//	osbench [flags]            the bench (see -h)
+//	osbench sink [flags]       an osbench-lan/3 sink on the kernel's TCP
+//	osbench source [flags]     an osbench-lan/3 source on the kernel's TCP
+//	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+
+	"github.com/netramp/netramp/metal/bench"
+	"github.com/netramp/netramp/metal/judge"
+	"github.com/netramp/netramp/metal/osbench"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch cmd {
+	case "", "bench":
+		err = runBench(ctx, args)
+	case "sink":
+		err = runSink(ctx, args)
+	case "source":
+		err = runSource(ctx, args)
+	case "row":
+		err = runRow(ctx, args)
+	default:
+		err = fmt.Errorf("unknown command %q (want sink, source, row, or none for the bench)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "osbench:", err)
+		os.Exit(1)
+	}
+}
+
+// Defaults of the bench, sized so the default run finishes in a few minutes
+// on two cores.
+const (
+	defaultBytes = 250_000_000
+	defaultConns = 5
+)
+
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench", flag.ContinueOnError)
+	preset := fs.String("preset", "t14", "nic/wire preset of the path (t14, pilot, pilot-2, pilot-5, clean-lan)")
+	order := fs.String("arms", strings.Join(bench.DefaultOrder, ","), "arm names in row order")
+	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu)")
+	conns := fs.Int("conns", defaultConns, "connections per row (their figures are averaged)")
+	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
+	dir := fs.String("dir", "upload", "upload or download")
+	rulesPath := fs.String("rules", "", "rule file, written before the run (default: the built-in rules)")
+	evidence := fs.String("evidence", "", "evidence folder (default ./evidence/<UTC timestamp>)")
+	seed := fs.Int64("seed", 1, "base path seed (row i of each arm uses seed+i)")
+	noPlot := fs.Bool("no-plot", false, "skip the plot")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := osbench.ParseDirection(*dir)
+	if err != nil {
+		return err
+	}
+	df, err := bench.ParseDefinitions(*defs)
+	if err != nil {
+		return err
+	}
+	rules, rulesName := judge.DefaultRules, "the built-in rules"
+	if *rulesPath != "" {
+		b, err := os.ReadFile(*rulesPath)
+		if err != nil {
+			return fmt.Errorf("reading the rule file: %w", err)
+		}
+		rules, rulesName = string(b), *rulesPath
+	}
+	cfg := bench.Config{
+		Order: splitList(*order), Defs: df, Preset: *preset, Dir: d, Bytes: *nbytes, Conns: *conns, Seed: *seed,
+		Rules: rules, RulesName: rulesName, Evidence: *evidence, Repo: repoRoot(), Out: os.Stdout, NoPlot: *noPlot,
+	}
+	if bench.IsTerminal(os.Stderr) {
+		cfg.Progress = os.Stderr
+	}
+	_, err = bench.Run(ctx, cfg)
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func repoRoot() string {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

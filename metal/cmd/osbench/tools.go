@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/netramp/netramp/metal/bench"
+	"github.com/netramp/netramp/metal/osbench"
+)
+
+// runSink accepts connections one after another and prints each receiver's
+// report as a JSON line.
+func runSink(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench sink", flag.ContinueOnError)
+	listen := fs.String("listen", ":5201", "address to listen on")
+	n := fs.Int("n", 0, "connections to serve before exiting (0 = until interrupted)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() { <-ctx.Done(); ln.Close() }()
+	fmt.Fprintf(os.Stderr, "osbench sink: %s on %s\n", osbench.Version, ln.Addr())
+	for i := 0; *n == 0 || i < *n; i++ {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		r, err := (&osbench.Sink{}).Serve(c, time.Now())
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "osbench sink: %s: %v\n", c.RemoteAddr(), err)
+			continue
+		}
+		os.Stdout.Write(r.MarshalLine())
+	}
+	return nil
+}
+
+// runSource dials the sink for each connection and prints the receiver's
+// report as a JSON line, then a one-line summary on stderr.
+func runSource(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench source", flag.ContinueOnError)
+	addr := fs.String("connect", "", "sink address host:port")
+	dir := fs.String("dir", "upload", "upload or download")
+	nbytes := fs.Int64("bytes", 250_000_000, "payload bytes per connection")
+	conns := fs.Int("conns", 1, "connections, one after another")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *addr == "" {
+		return fmt.Errorf("source: -connect host:port is required")
+	}
+	d, err := osbench.ParseDirection(*dir)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < *conns; i++ {
+		var dl net.Dialer
+		c, err := dl.DialContext(ctx, "tcp", *addr)
+		if err != nil {
+			return err
+		}
+		r, err := (&osbench.Source{}).Run(c, d, *nbytes)
+		if err != nil {
+			return fmt.Errorf("connection %d: %w", i, err)
+		}
+		os.Stdout.Write(r.MarshalLine())
+		fmt.Fprintf(os.Stderr, "connection %d: %.1f MB/s, received by 100 ms/300 ms/1 s/2 s: %.2f/%.2f/%.1f/%.1f MB\n", i,
+			r.GoodputMBps, mb(r, 0), mb(r, 1), mb(r, 2), mb(r, 3))
+	}
+	return nil
+}
+
+func mb(r osbench.Report, i int) float64 {
+	if i >= len(r.Marks) {
+		return 0
+	}
+	return float64(r.Marks[i].FromFirst) / 1e6
+}
+
+// runRow runs one row of a built-in arm and prints its records as JSON lines:
+// what a rev: arm's subprocess speaks.
+func runRow(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench row", flag.ContinueOnError)
+	arm := fs.String("arm", "B", "built-in arm definition (A, B, P, gvisor, linux, loopback)")
+	preset := fs.String("preset", "t14", "nic/wire preset")
+	dir := fs.String("dir", "upload", "upload or download")
+	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
+	conns := fs.Int("conns", defaultConns, "connections")
+	seed := fs.Int64("seed", 1, "path seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := osbench.ParseDirection(*dir)
+	if err != nil {
+		return err
+	}
+	a, err := bench.Build(*arm, *arm, bench.ArmOptions{})
+	if err != nil {
+		return err
+	}
+	if why := a.Unavailable(); why != "" {
+		return fmt.Errorf("arm %s unavailable: %s", *arm, why)
+	}
+	recs, err := a.RunRow(ctx, bench.RowSpec{Preset: *preset, Dir: d, Bytes: *nbytes, Conns: *conns, Seed: *seed})
+	enc := json.NewEncoder(os.Stdout)
+	for i := range recs {
+		recs[i].Arm, recs[i].Conn, recs[i].Timebase, recs[i].Path = *arm, i, a.Timebase(), a.PathName(*preset)
+		if err := enc.Encode(recs[i]); err != nil {
+			return err
+		}
+	}
+	return err
+}
