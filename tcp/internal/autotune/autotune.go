@@ -1,0 +1,73 @@
+// Package autotune sizes a receive buffer by dynamic right-sizing: once per
+// round trip it measures how much the application read, and grows the buffer
+// (and so the advertised window) to twice that, plus twice the growth since
+// the round before, so that a sender doubling its window per round trip in
+// slow start is never held back by the receiver. It never shrinks (shrinking
+// would retract a window already advertised, RFC 9293 §3.8.6.2.2) and never
+// exceeds the configured maximum.
+package autotune
+
+import "time"
+
+// Tuner holds one connection's measurement. Not safe for concurrent use.
+type Tuner struct {
+	buf, max  int
+	start     time.Duration // start of the current measurement round
+	started   bool
+	read      int // bytes read in the current round
+	lastRound int // bytes read in the previous complete round
+}
+
+// New returns a tuner whose buffer starts at initial and may grow to max.
+func New(initial, max int) *Tuner {
+	if initial < 0 {
+		initial = 0
+	}
+	if max < initial {
+		max = initial
+	}
+	return &Tuner{buf: initial, max: max}
+}
+
+// Buf is the current buffer size.
+func (t *Tuner) Buf() int { return t.buf }
+
+// Max is the cap.
+func (t *Tuner) Max() int { return t.max }
+
+// OnRead records n bytes read by the application at now. rttEstimate is the
+// receiver's estimate of the round trip (from timestamps, or the time
+// between window-advancing segments); with no estimate (<= 0) nothing is
+// measured. At the end of each round it returns the new buffer size and
+// whether it grew.
+func (t *Tuner) OnRead(now time.Duration, n int, rttEstimate time.Duration) (newBuf int, changed bool) {
+	if n > 0 {
+		t.read += n
+	}
+	if rttEstimate <= 0 {
+		return t.buf, false
+	}
+	if !t.started {
+		t.started, t.start = true, now
+		return t.buf, false
+	}
+	if now-t.start < rttEstimate {
+		return t.buf, false
+	}
+	copied := t.read
+	t.read = 0
+	t.start = now
+	target := 2 * copied
+	if grow := copied - t.lastRound; grow > 0 && t.lastRound > 0 {
+		target += 2 * grow
+	}
+	t.lastRound = copied
+	if target > t.max {
+		target = t.max
+	}
+	if target > t.buf {
+		t.buf = target
+		return t.buf, true
+	}
+	return t.buf, false
+}
