@@ -373,7 +373,7 @@ func (c *Controller) OnAck(a Ack) {
 func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
 	c.hs.startRoundIfNone(c.sndNxt)
 	if limited {
-		c.cwnd += c.hs.growth(acked, c.smss)
+		c.cwnd += min(c.hs.growth(acked, c.smss), maxWindow-c.cwnd)
 	}
 	ev := c.hs.onRTT(a.RTT)
 	if ev.entered {

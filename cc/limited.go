@@ -50,8 +50,9 @@ func stopIsLimited(arm Arm, reason StopReason, inFlight, cwnd, smss int) bool {
 		if arm == ArmA {
 			return cwnd-inFlight < smss
 		}
-		// At least half of cwnd in flight: 2·inFlight ≥ cwnd, exact for odd cwnd.
-		return 2*inFlight >= cwnd
+		// At least half of cwnd in flight: 2·inFlight ≥ cwnd, exact for odd
+		// cwnd, written so it cannot overflow.
+		return inFlight >= cwnd-inFlight
 	default:
 		// StopApp, StopPeerWindow and any unknown reason: not limited by cwnd.
 		return false
