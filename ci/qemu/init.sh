@@ -35,11 +35,23 @@ bind() {
 	sysfs) echo >$dev/driver_override ;;
 	uio) echo uio_pci_generic >$dev/driver_override ;;
 	vfio) echo vfio-pci >$dev/driver_override ;;
+	kernel) echo e1000e >$dev/driver_override ;;
 	esac
-	[ $1 = sysfs ] || echo $bdf >/sys/bus/pci/drivers_probe
+	if [ $1 = kernel ] && [ ! -d /sys/module/e1000e ]; then
+		insmod /lib/modules/e1000e.ko
+	elif [ $1 != sysfs ]; then
+		echo $bdf >/sys/bus/pci/drivers_probe
+	fi
 	drv=none
 	[ -e $dev/driver ] && drv=$(basename $(readlink $dev/driver))
 	echo "GUEST backend $1: driver $drv"
+	if [ $1 = kernel ]; then
+		# The reference: Linux's own driver and TCP, addressed as slirp expects.
+		ip link set lo up
+		ip link set eth0 up
+		ip addr add 10.0.2.15/24 dev eth0
+		ip route add default via 10.0.2.2
+	fi
 }
 
 if [ -n "$dev" ]; then

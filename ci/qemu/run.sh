@@ -14,7 +14,7 @@ ROOT=$(pwd)
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
 BOOT_TIMEOUT=${NETRAMP_QEMU_TIMEOUT:-240}
-BOOTS=${NETRAMP_QEMU_BOOTS:-"plain iommu"}
+BOOTS=${NETRAMP_QEMU_BOOTS:-"plain iommu ref"}
 CACHE=${NETRAMP_QEMU_CACHE:-/var/tmp/netramp-qemu}
 WORK=$(mktemp -d /tmp/netramp-qemu.XXXXXX)
 PIDS=()
@@ -135,6 +135,13 @@ build_initramfs() {
 		esac
 		echo "$m" >>"$dir/etc/modules"
 	done
+	# Loaded on demand by /init for the reference backend only.
+	f=$(find "/lib/modules/$ver/kernel/drivers/net/ethernet/intel/e1000e" -name 'e1000e.ko*' | head -1)
+	case $f in
+	*.xz) xz -dc "$f" >"$dir/lib/modules/e1000e.ko" ;;
+	*.zst) zstd -dcq "$f" >"$dir/lib/modules/e1000e.ko" ;;
+	*) cp "$f" "$dir/lib/modules/e1000e.ko" ;;
+	esac
 	cp "$ROOT/ci/qemu/init.sh" "$dir/init"
 	chmod +x "$dir/init" "$dir/bin/busybox" "$dir/bin/i219check"
 	# Uncompressed: a decompressor under TCG costs seconds.
@@ -160,6 +167,7 @@ boot() {
 	shift 3
 	local con=$WORK/$name.console pcap=$WORK/$name.pcap mon=$WORK/$name.mon
 	local machine=q35 devs=() append="console=ttyS0 panic=-1 quiet loglevel=4 netramp.plan=$plan"
+	append+=" netramp.args=-sink=10.0.2.2:$SINK_PORT"
 	if [ "$iommu" = 1 ]; then
 		machine=q35,kernel-irqchip=split
 		devs+=(-device intel-iommu,intremap=on)
@@ -172,14 +180,19 @@ boot() {
 		-kernel "$KIMG" -initrd "$WORK/initramfs.cpio" -append "$append" \
 		-monitor "unix:$mon,server=on,wait=off" \
 		"${devs[@]}" \
-		-netdev "user,id=n0" \
+		-netdev "user,id=n0,hostfwd=udp:127.0.0.1:$UDP_PORT-10.0.2.15:9" \
 		-device e1000e,netdev=n0,romfile=,mac=52:54:00:12:34:56 \
 		-object "filter-dump,id=f0,netdev=n0,file=$pcap" \
 		</dev/null >"$con" 2>&1 &
 	local qpid=$!
 	PIDS+=("$qpid")
+	react "$name" "$qpid" >"$WORK/$name.host" 2>&1 &
+	local rpid=$!
+	PIDS+=("$rpid")
 	local rc=0
 	wait "$qpid" || rc=$?
+	wait "$rpid" || true
+	sed 's/^/qemu:   host: /' "$WORK/$name.host"
 	local ms=$((($(date +%s%N) - start) / 1000000))
 	log "boot $name: qemu exit $rc after $((ms / 1000)).$((ms % 1000 / 100))s (console $con)"
 	local c bad=0
@@ -199,6 +212,31 @@ boot() {
 	fi
 }
 
+# react NAME QPID: while the guest runs, act on each "SYNC <what>" line it
+# prints: take the link down and up through the monitor, or flood the
+# guest's forwarded UDP port.
+react() {
+	local name=$1 qpid=$2 con=$WORK/$1.console mon=$WORK/$1.mon handled=0 syncs i
+	while kill -0 "$qpid" 2>/dev/null; do
+		mapfile -t syncs < <(grep -a '^SYNC ' "$con" | tr -d '\r')
+		for ((i = handled; i < ${#syncs[@]}; i++)); do
+			echo "guest asked: ${syncs[$i]}"
+			case ${syncs[$i]} in
+			"SYNC linkdown")
+				"$WORK/i219host" mon -sock "$mon" "set_link n0 off"
+				sleep 2
+				"$WORK/i219host" mon -sock "$mon" "set_link n0 on"
+				;;
+			"SYNC flood"*)
+				"$WORK/i219host" flood -addr "127.0.0.1:$UDP_PORT" -n "${syncs[$i]#SYNC flood }"
+				;;
+			esac
+		done
+		handled=${#syncs[@]}
+		sleep 0.1
+	done
+}
+
 # ---------------------------------------------------------------- main
 command -v go >/dev/null || die "go not on PATH"
 ensure_packages
@@ -207,12 +245,19 @@ KIMG=$(kernel_image "$KVER")
 log "kernel $KVER, booting $KIMG"
 
 CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$WORK/i219check" ./nic/i219/cmd/i219check
+go build -o "$WORK/i219host" ./nic/i219/cmd/i219host
+"$WORK/i219host" sink -portfile "$WORK/sink.port" >"$WORK/sink.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do [ -s "$WORK/sink.port" ] && break; sleep 0.1; done
+SINK_PORT=$(cat "$WORK/sink.port") || die "the sink did not start: $(cat "$WORK/sink.log")"
+UDP_PORT=$("$WORK/i219host" freeport)
 build_initramfs "$KVER"
 log "initramfs $(du -h "$WORK/initramfs.cpio" | cut -f1)"
 
 for b in $BOOTS; do
 	case $b in
-	plain) boot plain 0 "sysfs:regs/uio:regs" regs/sysfs regs/uio ;;
+	plain) boot plain 0 "sysfs:regs,linkregs/uio:regs" regs/sysfs linkregs/sysfs regs/uio ;;
+	ref) boot ref 0 "kernel:e2e,flap" e2e/kernel flap/kernel ;;
 	iommu) boot iommu 1 "vfio:regs" regs/vfio ;;
 	*) die "unknown boot $b" ;;
 	esac

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func monitor(args []string) error {
 		}
 		// The monitor echoes the command line; what follows is its answer,
 		// empty on success.
-		reply := strings.TrimSpace(strings.ReplaceAll(out, "\r", ""))
+		reply := strings.TrimSpace(ansi.ReplaceAllString(strings.ReplaceAll(out, "\r", ""), ""))
 		if i := strings.Index(reply, cmd); i >= 0 {
 			reply = strings.TrimSpace(reply[i+len(cmd):])
 		}
@@ -152,6 +153,10 @@ func monitor(args []string) error {
 	}
 	return nil
 }
+
+// ansi matches the terminal control sequences the monitor's line editor
+// writes.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 
 // readPrompt returns the output up to the monitor's "(qemu) " prompt.
 func readPrompt(r *bufio.Reader) (string, error) {
