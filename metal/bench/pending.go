@@ -25,10 +25,6 @@ func newVirtualArm(def string) Arm {
 	return &pendingArm{tb: Virtual, why: "this build has no virtual-time wire yet (nic/wire)"}
 }
 
-func newGVisorArm() Arm {
-	return &pendingArm{tb: Real, why: "this build has no real-time wire yet (nic/wire)"}
-}
-
 func newLinuxArm() Arm {
 	return &pendingArm{tb: Real, why: "this build has no TAP peer yet (nic/tap)"}
 }

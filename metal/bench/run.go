@@ -32,8 +32,11 @@ type Config struct {
 	Preset string      // nic/wire preset
 	Dir    osbench.Direction
 	Bytes  int64 // payload per connection
-	Conns  int   // connections per row
-	Seed   int64 // base path seed; the i-th row of each arm uses Seed+i
+	// ArmBytes overrides Bytes for named arms (a slow real-time arm that
+	// would take minutes at the full size); the table notes every override.
+	ArmBytes map[string]int64
+	Conns    int   // connections per row
+	Seed     int64 // base path seed; the i-th row of each arm uses Seed+i
 
 	Rules     string // the rule file's text (required)
 	RulesName string // where it came from, for messages
@@ -125,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		armInfo[name] = info
 	}
-	plan := map[string]any{"order": cfg.Order, "preset": cfg.Preset, "direction": cfg.Dir, "bytes": cfg.Bytes,
+	plan := map[string]any{"order": cfg.Order, "preset": cfg.Preset, "direction": cfg.Dir, "bytes": cfg.Bytes, "arm_bytes": cfg.ArmBytes,
 		"conns": cfg.Conns, "seed": cfg.Seed, "rules": cfg.RulesName, "start": start.UTC().Format(time.RFC3339)}
 	if err := writeJSON(filepath.Join(ev, "plan.json"), plan); err != nil {
 		return nil, err
@@ -154,7 +157,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			continue
 		}
 		prog.row(i, name, a.Timebase())
-		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: cfg.Bytes, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
+		nb := cfg.Bytes
+		if b, ok := cfg.ArmBytes[name]; ok && b > 0 {
+			nb = b
+		}
+		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: nb, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
 			Progress: func(c int) { prog.conn(c) }}
 		conns, err := a.RunRow(ctx, spec)
 		if err != nil {
@@ -223,6 +230,11 @@ func writeReport(cfg Config, rows []report.Row, verdicts []judge.Verdict, elapse
 	var paths []string
 	for i, r := range rows {
 		paths = append(paths, fmt.Sprintf("row %d %s: %s time, %s", i+1, r.Arm, r.Timebase, r.Path))
+	}
+	for _, arm := range report.ArmOrder(rows) {
+		if b, ok := cfg.ArmBytes[arm]; ok && b > 0 && b != cfg.Bytes {
+			paths = append(paths, fmt.Sprintf("%s: %s MB a connection (not %s MB)", arm, report.Num(float64(b)/1e6), report.Num(float64(cfg.Bytes)/1e6)))
+		}
 	}
 	text.WriteString("\n" + strings.Join(paths, "\n") + "\n")
 	fmt.Fprintf(&md, "osbench %s, preset %s, %d connection(s) of %s MB a row\n\n", cfg.Dir, cfg.Preset, cfg.Conns, report.Num(float64(cfg.Bytes)/1e6))

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/netramp/netramp/metal/bench"
@@ -53,6 +54,9 @@ func main() {
 const (
 	defaultBytes = 250_000_000
 	defaultConns = 5
+	// gVisor's TCP opens its window slowly on t14 (ACK aggregation): at the
+	// full size its rows alone would take minutes of real time.
+	defaultArmBytes = "gVisor=60000000"
 )
 
 func runBench(ctx context.Context, args []string) error {
@@ -62,6 +66,7 @@ func runBench(ctx context.Context, args []string) error {
 	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu)")
 	conns := fs.Int("conns", defaultConns, "connections per row (their figures are averaged)")
 	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
+	armBytes := fs.String("arm-bytes", defaultArmBytes, "per-arm payload overrides Name=bytes,... (for slow real-time arms)")
 	dir := fs.String("dir", "upload", "upload or download")
 	rulesPath := fs.String("rules", "", "rule file, written before the run (default: the built-in rules)")
 	evidence := fs.String("evidence", "", "evidence folder (default ./evidence/<UTC timestamp>)")
@@ -86,8 +91,17 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		rules, rulesName = string(b), *rulesPath
 	}
+	ab := map[string]int64{}
+	for _, kv := range splitList(*armBytes) {
+		name, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || n <= 0 {
+			return fmt.Errorf("-arm-bytes %q: want Name=bytes", kv)
+		}
+		ab[name] = n
+	}
 	cfg := bench.Config{
-		Order: splitList(*order), Defs: df, Preset: *preset, Dir: d, Bytes: *nbytes, Conns: *conns, Seed: *seed,
+		Order: splitList(*order), Defs: df, Preset: *preset, Dir: d, Bytes: *nbytes, ArmBytes: ab, Conns: *conns, Seed: *seed,
 		Rules: rules, RulesName: rulesName, Evidence: *evidence, Repo: repoRoot(), Out: os.Stdout, NoPlot: *noPlot,
 	}
 	if bench.IsTerminal(os.Stderr) {
