@@ -91,6 +91,26 @@ func New(clk tcpip.Clock, cfg Config) (*Wire, error) {
 	return w, nil
 }
 
+// Close stops the wire: pending events are discarded (frames in flight are
+// lost, uncounted), the timer is stopped and both endpoints refuse writes.
+// In real time a callback already running may still deliver its frames.
+func (w *Wire) Close() {
+	for _, ep := range w.eps {
+		ep.Close()
+	}
+	w.mu.Lock()
+	w.events = nil
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.armed = false
+	for _, d := range w.dirs {
+		d.held = nil
+		d.waiters = nil
+	}
+	w.mu.Unlock()
+}
+
 // A returns the endpoint at side A; frames it writes travel AtoB.
 func (w *Wire) A() *Endpoint { return w.eps[0] }
 
@@ -477,6 +497,7 @@ func (d *direction) releaseLocked(t time.Duration) {
 	held := d.held
 	d.held = nil
 	d.holdGen++
+	d.dataSeen = 0
 	d.stats.AckReleases++
 	d.ctr.add(&d.ctr.ackReleases, 1)
 	for _, f := range held {
