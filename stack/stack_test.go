@@ -85,6 +85,11 @@ func TestGVisorTCPDialListenCarriesBytesIntact(t *testing.T) {
 	transfer(t, a, b, 1<<20)
 }
 
+func TestOurTCPDialListenCarriesBytesIntact(t *testing.T) {
+	a, b := pipePair(t, false)
+	transfer(t, a, b, 1<<20)
+}
+
 func TestNewRejectsStackWithoutNICs(t *testing.T) {
 	if _, err := New(Options{}); err == nil {
 		t.Fatal("New with no NICs succeeded")

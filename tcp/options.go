@@ -5,14 +5,16 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 
+	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic"
 )
 
 // Options configure every endpoint of one protocol instance (one stack).
 type Options struct {
-	Pacing        bool // spread each window over the RTT at cc's pacing rate
-	InitialWindow int  // segments; 0 = 10 (RFC 6928)
+	Arm           cc.Arm // B (default): HyStart++ and the half-window card rule; A: RFC 5681 and the old rule
+	Pacing        bool   // spread each window over the RTT at cc's pacing rate
+	InitialWindow int    // segments; 0 = 10 (RFC 6928)
 
 	// SendBufferMax and ReceiveBufferMax bound the send queue and the
 	// receive buffer in bytes; 0 = 4 MiB and 6 MiB. Receive autotuning grows

@@ -1,34 +1,104 @@
 // Package tcp is netramp's TCP (RFC 9293), a gVisor transport protocol
 // registered as protocol 6.
+//
+// Everything runs on inbound packets, timers on the stack's clock and user
+// calls; the package starts no goroutines, so two stacks on an emulated wire
+// run a transfer in virtual time. Segments are built under an endpoint's lock
+// and written after it is released, because a pipe link or local delivery
+// re-enters the stack from Route.WritePacket.
 package tcp
 
 import (
+	"encoding/binary"
+	"io"
+	"time"
+
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/tcp/internal/isn"
+	"github.com/netramp/netramp/tcp/internal/syncookie"
 )
 
 // ProtocolNumber is TCP's IP protocol number.
 const ProtocolNumber = header.TCPProtocolNumber
 
+// Defaults for zero Options fields.
+const (
+	DefaultSendBufferMax    = 4 << 20
+	DefaultReceiveBufferMax = 6 << 20
+	DefaultDelayedAck       = 40 * time.Millisecond
+	DefaultTimeWait         = 60 * time.Second
+	initialReceiveBuffer    = 128 << 10
+	initialSendBuffer       = 256 << 10
+)
+
 type protocol struct {
-	s    *stack.Stack
-	opts Options
+	s      *stack.Stack
+	opts   Options
+	clock  tcpip.Clock
+	origin tcpip.MonotonicTime
+	st     *stats
+	isn    *isn.Generator
+	jar    *syncookie.Jar
+	tsKey  [16]byte
+}
+
+func (o *Options) fill() {
+	if o.SendBufferMax <= 0 {
+		o.SendBufferMax = DefaultSendBufferMax
+	}
+	if o.ReceiveBufferMax <= 0 {
+		o.ReceiveBufferMax = DefaultReceiveBufferMax
+	}
+	if o.DelayedAck == 0 {
+		o.DelayedAck = DefaultDelayedAck
+	}
+	if o.StretchAck <= 0 {
+		o.StretchAck = 2
+	}
+	if o.TimeWait <= 0 {
+		o.TimeWait = DefaultTimeWait
+	}
+	if o.InitialWindow <= 0 {
+		o.InitialWindow = 10
+	}
+	if o.Counters == nil {
+		o.Counters = counters.NewRegistry()
+	}
 }
 
 // NewProtocolFactory returns a factory that registers this TCP in a gVisor
-// stack (stack.Options.TransportProtocols).
+// stack (stack.Options.TransportProtocols). Secrets for sequence numbers and
+// SYN cookies come from the stack's SecureRNG, so a seeded stack repeats.
 func NewProtocolFactory(o Options) stack.TransportProtocolFactory {
+	o.fill()
 	return func(s *stack.Stack) stack.TransportProtocol {
-		return &protocol{s: s, opts: o}
+		p := &protocol{s: s, opts: o, clock: s.Clock(), st: newStats(o.Counters)}
+		p.origin = p.clock.NowMonotonic()
+		var k1 [16]byte
+		var k2 [32]byte
+		rng := s.SecureRNG()
+		_, _ = io.ReadFull(rng.Reader, k1[:])
+		_, _ = io.ReadFull(rng.Reader, k2[:])
+		_, _ = io.ReadFull(rng.Reader, p.tsKey[:])
+		p.isn = isn.New(k1)
+		p.jar = syncookie.New(k2)
+		return p
 	}
 }
+
+func (p *protocol) now() time.Duration { return p.clock.NowMonotonic().Sub(p.origin) }
 
 func (p *protocol) Number() tcpip.TransportProtocolNumber { return ProtocolNumber }
 
 func (p *protocol) NewEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
-	return nil, &tcpip.ErrNotSupported{}
+	return p.newEndpoint(netProto, wq), nil
 }
 
 func (p *protocol) NewRawEndpoint(tcpip.NetworkProtocolNumber, *waiter.Queue) (tcpip.Endpoint, tcpip.Error) {
@@ -38,12 +108,96 @@ func (p *protocol) NewRawEndpoint(tcpip.NetworkProtocolNumber, *waiter.Queue) (t
 func (p *protocol) MinimumPacketSize() int { return header.TCPMinimumSize }
 
 func (p *protocol) ParsePorts(b []byte) (src, dst uint16, err tcpip.Error) {
+	if len(b) < 4 {
+		return 0, 0, &tcpip.ErrMalformedHeader{}
+	}
 	h := header.TCP(b)
 	return h.SourcePort(), h.DestinationPort(), nil
 }
 
+// HandleUnknownDestinationPacket answers a segment for no endpoint with a RST
+// (RFC 9293 §3.10.7.1), unless it is itself a RST.
 func (p *protocol) HandleUnknownDestinationPacket(id stack.TransportEndpointID, pkt *stack.PacketBuffer) stack.UnknownDestinationPacketDisposition {
+	p.st.segsIn.Inc()
+	s, ok := p.parse(pkt)
+	if !ok {
+		return stack.UnknownDestinationPacketMalformed
+	}
+	p.st.dropNoListener.Inc()
+	if s.flags&header.TCPFlagRst == 0 {
+		p.replyRST(id, pkt, &s)
+	}
 	return stack.UnknownDestinationPacketHandled
+}
+
+// replyRST sends the RST of RFC 9293 §3.10.7.1 for segment s, with no
+// endpoint state.
+func (p *protocol) replyRST(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
+	net := pkt.Network()
+	r, err := p.s.FindRoute(pkt.NICID, net.DestinationAddress(), net.SourceAddress(), pkt.NetworkProtocolNumber, false)
+	if err != nil {
+		return
+	}
+	defer r.Release()
+	var seq, ack uint32
+	flags := header.TCPFlagRst
+	if s.flags&header.TCPFlagAck != 0 {
+		seq = s.ack
+	} else {
+		flags |= header.TCPFlagAck
+		ack = s.seq + uint32(s.logicalLen())
+	}
+	out := p.buildPacket(r, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, nil, nil)
+	if p.write(r, out) == nil {
+		p.st.rstSent.Inc()
+	}
+	out.DecRef()
+}
+
+// buildPacket makes one segment with its checksum. payload may come in two
+// parts (a ring's wrap).
+func (p *protocol) buildPacket(r *stack.Route, sport, dport uint16, seq, ack uint32, flags header.TCPFlags, wnd uint16, opts []byte, pa, pb []byte) *stack.PacketBuffer {
+	hlen := header.TCPMinimumSize + len(opts)
+	var pl bufferBuilder
+	pl.add(pa)
+	pl.add(pb)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
+		ReserveHeaderBytes: hlen + int(r.MaxHeaderLength()),
+		Payload:            pl.b,
+	})
+	h := header.TCP(pkt.TransportHeader().Push(hlen))
+	pkt.TransportProtocolNumber = ProtocolNumber
+	h.Encode(&header.TCPFields{
+		SrcPort: sport, DstPort: dport, SeqNum: seq, AckNum: ack,
+		DataOffset: uint8(hlen), Flags: flags, WindowSize: wnd,
+	})
+	copy(h[header.TCPMinimumSize:], opts)
+	if r.RequiresTXTransportChecksum() {
+		xsum := r.PseudoHeaderChecksum(ProtocolNumber, uint16(pkt.Size()))
+		xsum = checksum.Combine(xsum, pkt.Data().Checksum())
+		h.SetChecksum(^h.CalculateChecksum(xsum))
+	}
+	return pkt
+}
+
+func (p *protocol) write(r *stack.Route, pkt *stack.PacketBuffer) tcpip.Error {
+	if r == nil {
+		return &tcpip.ErrHostUnreachable{}
+	}
+	err := r.WritePacket(stack.NetworkHeaderParams{Protocol: ProtocolNumber, TTL: r.DefaultTTL()}, pkt)
+	if err == nil {
+		p.st.segsOut.Inc()
+	}
+	return err
+}
+
+// tsOffsetFor is the per-connection timestamp offset of RFC 7323 §5.4, a keyed
+// hash of the addresses so TSval does not reveal the host's clock.
+func (p *protocol) tsOffsetFor(t isn.Tuple) uint32 {
+	var b [4]byte
+	h := p.isn.ISN(t, 0)
+	binary.LittleEndian.PutUint32(b[:], h)
+	return binary.BigEndian.Uint32(b[:]) ^ binary.LittleEndian.Uint32(p.tsKey[:4])
 }
 
 func (p *protocol) SetOption(tcpip.SettableTransportProtocolOption) tcpip.Error {
@@ -60,12 +214,11 @@ func (p *protocol) Pause()   {}
 func (p *protocol) Resume()  {}
 func (p *protocol) Restore() {}
 
-func (p *protocol) Parse(pkt *stack.PacketBuffer) bool {
-	_, ok := pkt.TransportHeader().Consume(header.TCPMinimumSize)
-	return ok
-}
+// Parse finds the TCP header, options included, in an inbound packet.
+func (p *protocol) Parse(pkt *stack.PacketBuffer) bool { return parse.TCP(pkt) }
 
-// SendBufferSize is read by gVisor's stack (Stack.TCPSendBufferLimits).
+// SendBufferSize is read by gVisor's stack (Stack.TCPSendBufferLimits casts
+// protocol 6 to this).
 func (p *protocol) SendBufferSize() tcpip.TCPSendBufferSizeRangeOption {
-	return tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: 1 << 20, Max: p.opts.SendBufferMax}
+	return tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: initialSendBuffer, Max: p.opts.SendBufferMax}
 }

@@ -1,0 +1,57 @@
+package tcp
+
+import (
+	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/counters"
+)
+
+// stats are the protocol's counters, shared by all its endpoints.
+type stats struct {
+	sentBytes, retransBytes, rto, recoveries, lossProbes *counters.Counter
+	segsIn, segsOut, rstSent, rstRecv, csumErrors        *counters.Counter
+	cardStops, cardRefusals, cookiesSent, cookiesOK      *counters.Counter
+	spurious, challengeAcks, giveUps                     *counters.Counter
+
+	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
+	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
+	dropRateLimited, dropState                                     *counters.Counter
+
+	cc *cc.Counters
+}
+
+func newStats(r *counters.Registry) *stats {
+	m := r.MustRegister
+	return &stats{
+		sentBytes:     m("tcp.sent.bytes", "payload bytes sent for the first time"),
+		retransBytes:  m("tcp.retransmitted.bytes", "payload bytes sent again (recovery, RTO, loss probes)"),
+		rto:           m("tcp.rto", "retransmission timeouts fired (RFC 6298 §5.4)"),
+		recoveries:    m("tcp.recoveries", "loss recovery episodes entered on SACK or duplicate-ACK evidence"),
+		lossProbes:    m("tcp.loss-probes", "tail loss probes sent (RFC 8985 §7)"),
+		segsIn:        m("tcp.segments.in", "segments received by TCP endpoints and the listener demux"),
+		segsOut:       m("tcp.segments.out", "segments handed to the network layer"),
+		rstSent:       m("tcp.resets.sent", "RST segments sent"),
+		rstRecv:       m("tcp.resets.received", "acceptable RST segments that reset a connection"),
+		csumErrors:    m("tcp.checksum-errors", "segments dropped for a bad checksum"),
+		cardStops:     m("tcp.card-stops", "send opportunities that ended on the card's TX credit"),
+		cardRefusals:  m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
+		cookiesSent:   m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
+		cookiesOK:     m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
+		spurious:      m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
+		challengeAcks: m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
+		giveUps:       m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
+
+		dropBadSeq:      m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),
+		dropPAWS:        m("tcp.drops.paws", "segments dropped by PAWS (RFC 7323 §5)"),
+		dropOOOFull:     m("tcp.drops.ooo-full", "out-of-order bytes dropped because the store was full"),
+		dropSynQueue:    m("tcp.drops.syn-queue-full", "SYNs dropped because the SYN queue was full and cookies could not be used"),
+		dropMalformed:   m("tcp.drops.malformed", "segments dropped as malformed (header, options, lengths)"),
+		dropNoListener:  m("tcp.drops.no-listener", "segments for no endpoint, answered by RST"),
+		dropBadAck:      m("tcp.drops.bad-ack", "segments dropped for an ACK outside what was sent (RFC 5961 §5)"),
+		dropBadSACK:     m("tcp.drops.bad-sack", "SACK blocks ignored as outside (SND.UNA, SND.NXT]"),
+		dropAcceptFull:  m("tcp.drops.accept-queue-full", "handshakes dropped because the accept queue was full"),
+		dropRateLimited: m("tcp.drops.challenge-rate-limited", "challenge ACKs suppressed by the rate limit (RFC 5961 §7)"),
+		dropState:       m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
+
+		cc: cc.NewCounters(r),
+	}
+}

@@ -1,0 +1,298 @@
+package tcp
+
+import (
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/ports"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/tcp/internal/autotune"
+	"github.com/netramp/netramp/tcp/internal/pacer"
+	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/rtt"
+	"github.com/netramp/netramp/tcp/internal/rtxq"
+	"github.com/netramp/netramp/tcp/internal/sendbuf"
+)
+
+// State is an endpoint's RFC 9293 §3.3.2 state, as returned by State().
+type State uint32
+
+// The states of RFC 9293 §3.3.2, plus Initial and Bound before a connection.
+const (
+	StateInitial State = iota
+	StateBound
+	StateListen
+	StateSynSent
+	StateSynRcvd
+	StateEstablished
+	StateFinWait1
+	StateFinWait2
+	StateClosing
+	StateTimeWait
+	StateCloseWait
+	StateLastAck
+	StateClosed
+)
+
+var stateNames = [...]string{"INITIAL", "BOUND", "LISTEN", "SYN-SENT", "SYN-RECEIVED", "ESTABLISHED",
+	"FIN-WAIT-1", "FIN-WAIT-2", "CLOSING", "TIME-WAIT", "CLOSE-WAIT", "LAST-ACK", "CLOSED"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "?"
+}
+
+// synchronized reports whether the handshake has completed (RFC 9293 §3.5).
+func (s State) synchronized() bool { return s >= StateEstablished && s < StateClosed }
+
+// outSeg is a segment built under the endpoint's lock and written after it
+// is released.
+type outSeg struct {
+	pkt      *stack.PacketBuffer
+	start    uint64 // sequence offsets this segment covers (data and FIN)
+	end      uint64
+	newData  bool // first transmission: rolled back if the link refuses it
+	rtx      bool // a retransmission
+	payload  int
+	isRst    bool
+	priorNxt uint64 // SND.NXT before this segment was built
+}
+
+// endpoint is one TCP socket: a listener, or one side of a connection.
+type endpoint struct {
+	p        *protocol
+	wq       *waiter.Queue
+	netProto tcpip.NetworkProtocolNumber
+	ops      tcpip.SocketOptions
+	tcpip.DefaultSocketOptionsHandler
+
+	mu    sync.Mutex
+	state State
+	id    stack.TransportEndpointID
+	// effective network protocols of the registration and reservation
+	netProtos    []tcpip.NetworkProtocolNumber
+	bindNIC      tcpip.NICID
+	portReserved bool
+	resv         ports.Reservation
+	registered   bool
+	route        *stack.Route
+	nicID        tcpip.NICID
+	credit       nic.Credit
+	cancelCredit func()
+	lastErr      tcpip.Error
+	hardErr      tcpip.Error // the error that closed the connection, reported by Read/Write
+	userClosed   bool
+	after        []func()     // work for after the lock is released
+	releaseRoute *stack.Route // released after the outbox is written
+
+	// outbox and notifications, flushed after unlocking
+	outbox   []outSeg
+	spare    []outSeg
+	flushing bool
+	notify   waiter.EventMask
+
+	// listener
+	lst     *listener
+	parent  *endpoint // the listener of a passive open, until accepted
+	cookie  bool      // established from a SYN cookie
+	handOff bool      // established passive child: give it to the listener after unlocking
+
+	// negotiated options
+	mss         int // the peer's MSS (RFC 9293 §3.7.1), payload bytes per segment before options
+	smss        int // payload per segment after our fixed options
+	sndWS       uint8
+	rcvWS       uint8
+	wsOK        bool
+	tsOK        bool
+	sackOK      bool
+	tsOffset    uint32
+	tsRecent    uint32 // TS.Recent (RFC 7323 §4.3)
+	tsRecentT   time.Duration
+	lastAckSent uint64 // Last.ACK.sent (RFC 7323 §4.3)
+
+	// send side
+	iss         uint32
+	sndUna      uint64
+	sndNxt      uint64
+	sndMax      uint64 // highest SND.NXT ever (retransmission rewinds SND.NXT only by RTO)
+	sndWnd      uint64 // the peer's window in bytes
+	sndWL1      uint64 // receive offset of the segment that last updated the window
+	sndWL2      uint64
+	maxSndWnd   uint64
+	sbuf        *sendbuf.Buffer
+	finQueued   bool // the user shut down writing: a FIN follows the data
+	synAcked    bool
+	q           *rtxq.Queue
+	maxSegs     int
+	ctl         *cc.Controller
+	est         *rtt.Estimator
+	pace        *pacer.Pacer
+	inRecovery  bool
+	recoverPt   uint64
+	rtoAttempts int // RTO-timer retransmissions since progress: the give-up budget
+	dupAcks     int
+	synRetries  int
+	lastSend    time.Duration
+	nodelay     bool
+	cork        bool
+	scratch     []byte
+	sackScratch []rtxq.Range
+	rtoEpisode  bool
+	undoable    bool // the last reduction may be undone by DSACK/timestamps evidence
+	retransTS   uint32
+
+	// receive side
+	irs         uint32
+	rcvNxt      uint64
+	rcvAdv      uint64 // right edge advertised on the wire (never moves left: RFC 9293 §3.8.6.2.1)
+	rcvPromise  uint64 // the edge before scaling rounds it up
+	rcvBuf      int    // current receive buffer (autotuned)
+	rcvRing     []byte
+	rcvHead     int
+	rcvLen      int
+	ooo         *reasm.Store
+	tuner       *autotune.Tuner
+	finRcvd     bool // the peer's FIN has been consumed (in order)
+	finOff      uint64
+	finPending  bool // a FIN arrived out of order at finOff
+	rdShut      bool
+	wrShut      bool
+	ackPending  int // full segments received since the last ACK
+	ackNow      bool
+	delackArmed bool
+	sackBlocks  []reasm.Range
+	dsack       *reasm.Range
+
+	// keepalive
+	kaIdle, kaIntvl time.Duration
+	kaCount         int
+	kaProbes        int
+	lastRecv        time.Duration
+	userTimeout     time.Duration
+
+	// challenge ACK rate limit (RFC 5961 §7)
+	chalStart time.Duration
+	chalCount int
+
+	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
+	persistBackoff                                              int
+	pacingWait                                                  bool
+	tlpArmed                                                    bool
+}
+
+func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) *endpoint {
+	e := &endpoint{p: p, wq: wq, netProto: netProto, state: StateInitial}
+	e.ops.InitHandler(e, p.s, tcpip.GetStackSendBufferLimits, tcpip.GetStackReceiveBufferLimits)
+	e.ops.SetSendBufferSize(int64(p.opts.SendBufferMax), false)
+	e.ops.SetReceiveBufferSize(int64(p.opts.ReceiveBufferMax), false)
+	e.kaIdle = 2 * time.Hour
+	e.kaIntvl = 75 * time.Second
+	e.kaCount = 9
+	e.nodelay = false
+	e.ops.SetDelayOption(true) // Nagle on (RFC 9293 §3.7.4) until TCP_NODELAY
+	e.initTimers()
+	return e
+}
+
+// now is the protocol clock's monotonic time since the protocol started.
+func (e *endpoint) now() time.Duration { return e.p.now() }
+
+// unlock releases e.mu after writing the outbox and, last, notifying waiters.
+// It must be the only way the lock is released on paths that build segments.
+func (e *endpoint) unlock() {
+	if !e.flushing {
+		e.flushing = true
+		for len(e.outbox) > 0 {
+			batch := e.outbox
+			e.outbox = e.spare[:0]
+			route := e.route
+			e.mu.Unlock()
+			refusedAt := -1
+			for i := range batch {
+				if refusedAt >= 0 {
+					batch[i].pkt.DecRef()
+					continue
+				}
+				err := e.p.write(route, batch[i].pkt)
+				batch[i].pkt.DecRef()
+				if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
+					refusedAt = i
+				}
+			}
+			e.mu.Lock()
+			if refusedAt >= 0 {
+				e.refused(batch[refusedAt:])
+			}
+			for i := range batch {
+				batch[i] = outSeg{}
+			}
+			e.spare = batch[:0]
+		}
+		e.flushing = false
+	}
+	ev := e.notify
+	e.notify = 0
+	var parent *endpoint
+	if e.handOff && e.parent != nil {
+		parent = e.parent
+		e.parent = nil
+		e.handOff = false
+	}
+	after := e.after
+	e.after = nil
+	rr := e.releaseRoute
+	e.releaseRoute = nil
+	e.mu.Unlock()
+	if rr != nil {
+		rr.Release()
+	}
+	if parent != nil {
+		e.giveToListener(parent)
+	}
+	for _, f := range after {
+		f()
+	}
+	if ev != 0 {
+		e.wq.Notify(ev)
+	}
+}
+
+// Readiness implements tcpip.Endpoint.
+func (e *endpoint) Readiness(mask waiter.EventMask) waiter.EventMask {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.readinessLocked() & mask
+}
+
+func (e *endpoint) readinessLocked() waiter.EventMask {
+	var r waiter.EventMask
+	switch e.state {
+	case StateInitial, StateBound:
+		r |= waiter.EventHUp
+	case StateListen:
+		if e.lst != nil && len(e.lst.accept) > 0 {
+			r |= waiter.ReadableEvents
+		}
+	case StateClosed:
+		r |= waiter.EventHUp | waiter.ReadableEvents | waiter.WritableEvents
+		if e.hardErr != nil {
+			r |= waiter.EventErr
+		}
+	case StateSynSent, StateSynRcvd:
+	default:
+		if e.rcvLen > 0 || e.finRcvd || e.rdShut {
+			r |= waiter.ReadableEvents
+		}
+		if e.wrShut || e.sbuf.Free() > 0 {
+			r |= waiter.WritableEvents
+		}
+	}
+	return r
+}
