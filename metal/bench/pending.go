@@ -21,10 +21,6 @@ func (a *pendingArm) RunRow(context.Context, RowSpec) ([]report.Conn, error) {
 	return nil, errors.New(a.why)
 }
 
-func newVirtualArm(def string) Arm {
-	return &pendingArm{tb: Virtual, why: "this build has no virtual-time wire yet (nic/wire)"}
-}
-
 func newLinuxArm() Arm {
 	return &pendingArm{tb: Real, why: "this build has no TAP peer yet (nic/tap)"}
 }
