@@ -132,11 +132,11 @@ func (d *dev) initHW(tx *txRing, rx *rxRing) error {
 		txdctl |= dctlCountDesc
 	}
 	d.wr(regTXDCTL, txdctl)
-	if d.variant.IsPCH() {
-		d.spt()
-	}
 	d.wr(regTARC0, d.rd(regTARC0)|tarc0Enable)
 	d.wr(regTCTL, tctlEN|tctlPSP|tctlCT|tctlCOLD|tctlRTLC)
+	if d.variant == VariantSPT {
+		d.sptTxErrata()
+	}
 
 	// Receive: extended descriptors (RFCTL.EXTEN), checksum offload.
 	d.wr(regRDBAL, uint32(rx.bus))
@@ -155,6 +155,9 @@ func (d *dev) initHW(tx *txRing, rx *rxRing) error {
 	// exists; the poll loop reads ICR either way.
 	d.wr(regIMC, icrAll)
 	if d.useIRQ {
+		if d.variant.IsPCH() {
+			d.legacyIntxClocks()
+		}
 		d.wr(regITR, 0)
 		d.wr(regIMS, icrRXT0|icrTXDW|icrLSC|icrRXDMT0|icrRXO)
 	}

@@ -20,15 +20,27 @@ func (d *dev) flushRequired() bool {
 	return err == nil && v&pciFlushDescNeeded != 0
 }
 
-// flushRings drains the rings the card thinks are in use: one dummy 512-byte
-// TX descriptor pushed through an enabled transmitter, and then, if the
-// flag is still up, the RX ring is enabled briefly with thresholds that make
-// the card fetch and write back at once.
+// flushRings drains the rings before a reset on SPT and later: first set
+// FEXTNVM11.DISABLE_MULR_FIX (always), then, if config 0xE4 asks for a flush
+// and a TX ring is programmed, push one dummy 512-byte descriptor through an
+// enabled transmitter; if the flag is still up, enable the receiver briefly
+// with thresholds that make it fetch and write back at once. Without this
+// the unit can hang until a PCI reset.
 func (d *dev) flushRings(tx *txRing) {
-	if !d.flushRequired() {
+	d.wr(d.m.fextnv11, d.rd(d.m.fextnv11)|fext11NoMULRFix)
+	if !d.flushRequired() || d.rd(regTDLEN) == 0 {
 		return
 	}
-	// TX flush: the card must have something to send.
+	// The card must fetch from memory this driver owns: point the TX ring
+	// at ours if it points elsewhere (left over from firmware or another OS).
+	if d.rd(regTDBAL) != uint32(tx.bus) || d.rd(regTDBAH) != uint32(tx.bus>>32) {
+		d.wr(regTDBAL, uint32(tx.bus))
+		d.wr(regTDBAH, uint32(tx.bus>>32))
+		d.wr(regTDLEN, uint32(tx.n*descSize))
+		d.wr(regTDH, 0)
+		d.wr(regTDT, 0)
+		tx.tail = 0
+	}
 	d.wr(regTCTL, d.rd(regTCTL)|tctlEN)
 	i := tx.tail
 	tx.desc(i).set(tx.bufs.bus[i], 512, txCmdIFCS)
@@ -40,14 +52,12 @@ func (d *dev) flushRings(tx *txRing) {
 	if !d.flushRequired() {
 		return
 	}
-	// RX flush: disable, then re-enable with prefetch/host/write-back
-	// thresholds that force an immediate fetch and write-back.
 	rctl := d.rd(regRCTL)
 	d.wr(regRCTL, rctl&^rctlEN)
 	d.flush()
 	d.clk.Sleep(150 * time.Microsecond)
 	rx := d.rd(regRXDCTL)
-	rx = rx&^0x3FFF3F | 0x1F | 1<<8 | dctlWThresh1 | dctlGran
+	rx = rx&0xFFFFC000 | 0x1F | 1<<8 | dctlGran // prefetch 31, host 1, in descriptors
 	d.wr(regRXDCTL, rx)
 	d.wr(regRCTL, rctl|rctlEN)
 	d.flush()
@@ -60,15 +70,17 @@ func (d *dev) meValid() bool { return d.rd(regFWSM)&fwsmFWValid != 0 }
 
 // disableULP takes the PHY out of Ultra Low Power. I218/I219 PHYs enter ULP
 // on cable disconnect or Sx and then do not answer MDIO. With the ME
-// running, only the ME may reconfigure the PHY: ask it through H2ME and
-// wait for FWSM.ULP_CFG_DONE. Without the ME, the driver does it: cycle
-// LANPHYPC if the PHY is silent, move it off SMBus, and clear the ULP
-// configuration in PHY page 779.
+// running, only the ME may reconfigure the PHY: ask it through H2ME
+// (ULP off, enforce settings) and wait up to 300 ms for it to clear
+// FWSM.ULP_CFG_DONE. Without the ME the driver forces ULP off itself, in
+// Intel's order: power-cycle the PHY with LANPHYPC, take PHY and MAC off
+// SMBus, clear the ULP triggers in PHY page 779 and commit them with START,
+// and let SMBus be released on PERST# again.
 func (d *dev) disableULP() error {
 	if d.meValid() {
 		h := d.rd(regH2ME)
 		d.wr(regH2ME, (h&^h2meULP)|h2meEnforce)
-		if err := d.waitReg(regFWSM, fwsmULPCfgDone, 0, 10*time.Millisecond, 250); err != nil {
+		if err := d.waitReg(regFWSM, fwsmULPCfgDone, 0, 10*time.Millisecond, 30); err != nil {
 			return fmt.Errorf("i219: ME did not leave ULP: %w", err)
 		}
 		d.wr(regH2ME, d.rd(regH2ME)&^h2meEnforce)
@@ -78,19 +90,29 @@ func (d *dev) disableULP() error {
 		return err
 	}
 	defer d.releaseSWFlag()
-	if !d.phyAccessible() {
-		d.toggleLANPHYPC()
+	d.toggleLANPHYPC()
+	smb, err := d.readPHYPage(smbCtrlPage, smbCtrlReg)
+	if err != nil {
+		// The MAC may be talking PCIe-mode MDIO to a PHY on SMBus: force
+		// SMBus for the access.
+		d.setForceSMBus(true)
+		d.clk.Sleep(50 * time.Millisecond)
+		if smb, err = d.readPHYPage(smbCtrlPage, smbCtrlReg); err != nil {
+			return fmt.Errorf("i219: forcing ULP off: %w", err)
+		}
+	}
+	if err := d.writePHYPage(smbCtrlPage, smbCtrlReg, smb&^smbCtrlForce); err != nil {
+		return err
 	}
 	d.setForceSMBus(false)
 	v, err := d.readPHYPage(ulpConfig1Page, ulpConfig1Reg)
 	if err != nil {
 		return fmt.Errorf("i219: ULP config: %w", err)
 	}
-	v &^= ulpIndOnLinkDown | ulpInbandExit | ulpWOLHost | ulpResetToSMBus | ulpDisableSMBPerst
+	v &^= ulpAllTriggers
 	if err := d.writePHYPage(ulpConfig1Page, ulpConfig1Reg, v); err != nil {
 		return err
 	}
-	// Commit: the START bit latches the new ULP configuration.
 	if err := d.writePHYPage(ulpConfig1Page, ulpConfig1Reg, v|ulpStart); err != nil {
 		return err
 	}
@@ -133,9 +155,10 @@ func (d *dev) setForceSMBus(on bool) {
 }
 
 // recoverPHY makes the PCH's PHY answer on MDIO, in Intel's order: if it is
-// silent, force SMBus mode (the PHY may be listening there only); if still
-// silent and the firmware does not block PHY resets, toggle LANPHYPC, which
-// also brings the PHY out of SMBus mode, then release the force. The caller
+// silent, force the MAC to SMBus (the PHY may be listening there only) and,
+// if it then answers, tell it to leave SMBus; if it is still silent and
+// the firmware does not block PHY resets, toggle LANPHYPC, which also
+// brings the PHY out of SMBus mode, and release the force. The caller
 // holds the semaphore.
 func (d *dev) recoverPHY() error {
 	if d.phyAccessible() {
@@ -143,8 +166,12 @@ func (d *dev) recoverPHY() error {
 	}
 	d.setForceSMBus(true)
 	d.clk.Sleep(50 * time.Millisecond)
-	if !d.phyAccessible() {
-		if d.rd(regFWSM)&fwsmRSPCIPHY == 0 && d.meValid() {
+	if d.phyAccessible() {
+		if v, err := d.readPHYPage(smbCtrlPage, smbCtrlReg); err == nil {
+			_ = d.writePHYPage(smbCtrlPage, smbCtrlReg, v&^smbCtrlForce)
+		}
+	} else {
+		if d.meValid() && d.rd(regFWSM)&fwsmRSPCIPHY == 0 {
 			return fmt.Errorf("%w: firmware blocks PHY reset and the PHY is silent", ErrPHY)
 		}
 		d.toggleLANPHYPC()
@@ -157,16 +184,19 @@ func (d *dev) recoverPHY() error {
 	return nil
 }
 
-// spt applies the Sunrise Point (and later) settings Intel's driver makes in
-// its TX and interrupt setup:
-//   - IOSFPC.RDMTS and TARC0 bits: the SPT TX hang and data-corruption
-//     erratum (the descriptor fetch arbitration must be compensated);
-//   - with legacy INTx, keep the side clock and the IOSF sideband clock
-//     running (FEXTNVM7/FEXTNVM9), or interrupts can be lost when the
-//     clocks are gated.
-func (d *dev) spt() {
+// sptTxErrata applies the Sunrise Point silicon errata settings (I218/I219
+// specification update): IOSFPC.RDMTS_HEX against data corruption, and
+// TARC0 at two outstanding descriptor requests instead of three against a
+// buffer overrun that hangs TX. Later PCHs have the fix in silicon.
+func (d *dev) sptTxErrata() {
 	d.wr(d.m.iosfpc, d.rd(d.m.iosfpc)|iosfpcRDMTSHex)
-	d.wr(regTARC0, d.rd(regTARC0)|tarc0CBMultiQ3)
+	d.wr(regTARC0, d.rd(regTARC0)&^tarc0CBMultiQ3|tarc0CBMultiQ2)
+}
+
+// legacyIntxClocks keeps the side clock and the IOSF sideband clock running
+// (FEXTNVM7, FEXTNVM9) on SPT and later when legacy INTx delivers the
+// interrupts: with those clocks gated an INTx assertion can be lost.
+func (d *dev) legacyIntxClocks() {
 	d.wr(d.m.fextnvm7, d.rd(d.m.fextnvm7)|fext7SideClkUngate)
 	d.wr(d.m.fextnvm9, d.rd(d.m.fextnvm9)|fext9IOSFClkGate|fext9IOSFClkReq)
 }
@@ -177,8 +207,8 @@ func (d *dev) spt() {
 // part of the transport; the 82574L model has no EEE, so both variants
 // behave alike. The caller holds the semaphore.
 func (d *dev) disableEEE() error {
-	if err := d.writePHY(phyEMIAddr, emiEEEAdvert); err != nil {
+	if err := d.writePHYPage(0, phyEMIAddr, emiEEEAdvert); err != nil {
 		return err
 	}
-	return d.writePHY(phyEMIData, 0)
+	return d.writePHYPage(0, phyEMIData, 0)
 }

@@ -89,11 +89,12 @@ const (
 	h2meEnforce        = 1 << 12
 	fext7SideClkUngate = 1 << 2  // FEXTNVM7: keep the side clock running
 	fext7NoSMBPerst    = 1 << 5  // FEXTNVM7: SMBus not released on PERST#
-	fext9IOSFClkGate   = 1 << 11 // FEXTNVM9: IOSF sideband clock gating disable
-	fext9IOSFClkReq    = 1 << 12 // FEXTNVM9: IOSF sideband CLKREQ disable
+	fext9IOSFClkGate   = 1 << 12 // FEXTNVM9: IOSF sideband clock gating disable
+	fext9IOSFClkReq    = 1 << 13 // FEXTNVM9: IOSF sideband CLKREQ disable
 	fext11NoMULRFix    = 1 << 13 // FEXTNVM11: disable the multiple-request fix (ring flush)
-	iosfpcRDMTSHex     = 3 << 8  // IOSFPC: RX descriptor minimum threshold, SPT erratum
-	tarc0CBMultiQ3     = 3 << 28 // TARC0: compensation for the SPT TX hang
+	iosfpcRDMTSHex     = 1 << 16 // IOSFPC: RX descriptor minimum threshold in hex units, SPT erratum
+	tarc0CBMultiQ3     = 3 << 28 // TARC0: up to 3 outstanding descriptor requests
+	tarc0CBMultiQ2     = 2 << 28 // TARC0: up to 2 (the SPT TX-hang erratum)
 	tarc0Enable        = 1 << 10
 )
 
@@ -189,10 +190,17 @@ const (
 	ulpConfig1Page     = 779 // I218/I219 ULP configuration
 	ulpConfig1Reg      = 16
 	ulpStart           = 1 << 0
-	ulpIndOnLinkDown   = 1 << 2 // sticky ULP triggers, cleared when forcing ULP off
+	ulpInd             = 1 << 2 // power-up-from-ULP indication
+	ulpSticky          = 1 << 4
 	ulpInbandExit      = 1 << 5
-	ulpWOLHost         = 1 << 8
-	ulpResetToSMBus    = 1 << 10
+	ulpWOLHost         = 1 << 6
+	ulpResetToSMBus    = 1 << 8
+	ulpEnLANPHYPC      = 1 << 10
+	ulpDisClrSticky    = 1 << 11
 	ulpDisableSMBPerst = 1 << 12
+	ulpAllTriggers     = ulpInd | ulpSticky | ulpInbandExit | ulpWOLHost | ulpResetToSMBus | ulpEnLANPHYPC | ulpDisClrSticky | ulpDisableSMBPerst
+	smbCtrlPage        = 769 // CV_SMB_CTRL: the PHY's own SMBus force bit
+	smbCtrlReg         = 23
+	smbCtrlForce       = 1 << 0
 	emiEEEAdvert       = 0x8001 // EMI: EEE advertisement (100/1000)
 )

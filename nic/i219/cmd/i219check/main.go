@@ -17,7 +17,8 @@ import (
 
 func main() {
 	backend := flag.String("backend", "sysfs", "how the card is reached: sysfs, uio or vfio")
-	checks := flag.String("checks", "regs", "comma-separated checks to run: regs, e2e, flap")
+	checks := flag.String("checks", "regs", "comma-separated checks to run: regs, linkregs, smoke, e2e, flap, rxflood")
+	flag.StringVar(&tcpImpl, "tcp", "ours", "the TCP over the driver: ours (netramp's) or gvisor")
 	sink := flag.String("sink", "10.0.2.2:1", "the host's sink as slirp shows it")
 	flag.Int64Var(&xferSize, "size", xferSize, "bytes per transfer")
 	flag.StringVar(&pciAddr, "dev", "", "PCI address of the card (default: the first 8086:10d3)")
@@ -44,6 +45,9 @@ func main() {
 	}
 }
 
+// tcpImpl names the TCP the end-to-end checks run: "ours" or "gvisor".
+var tcpImpl string
+
 // pciAddr is the card's PCI address, e.g. 0000:00:02.0; empty finds it.
 var pciAddr string
 
@@ -53,16 +57,27 @@ func run(check, backend string) (string, error) {
 		return checkRegs(backend)
 	case "linkregs":
 		return checkLinkRegs(backend)
+	case "smoke":
+		return checkSmoke(backend)
+	case "rxflood":
+		return checkRXFlood(backend)
 	case "e2e", "flap":
 		e, err := openEnv(backend)
 		if err != nil {
 			return "", err
 		}
 		defer e.Close()
-		if check == "e2e" {
-			return checkE2E(e)
+		impl := tcpImpl
+		if backend == "kernel" {
+			impl = "linux"
 		}
-		return checkFlap(e)
+		var detail string
+		if check == "e2e" {
+			detail, err = checkE2E(e)
+		} else {
+			detail, err = checkFlap(e)
+		}
+		return "tcp=" + impl + " " + detail, err
 	}
 	return "", fmt.Errorf("unknown check %q", check)
 }
@@ -73,5 +88,5 @@ func openEnv(backend string) (netEnv, error) {
 	case "kernel":
 		return kernelEnv{ifname: "eth0"}, nil
 	}
-	return nil, fmt.Errorf("backend %q has no network environment yet", backend)
+	return openDriverEnv(backend, tcpImpl == "gvisor")
 }

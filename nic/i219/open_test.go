@@ -1,0 +1,47 @@
+package i219_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/netramp/netramp/nic/i219"
+	"github.com/netramp/netramp/nic/i219/fake"
+)
+
+func open(t *testing.T, opt fake.Options, cfg i219.Config) (*fake.Device, *i219.Endpoint) {
+	t.Helper()
+	dev := fake.New(opt)
+	cfg.ManualPoll = true
+	ep, err := i219.Open(dev.Platform(), cfg)
+	if err != nil {
+		t.Fatalf("Open: %v (violations %v)", err, dev.Violations)
+	}
+	t.Cleanup(ep.Close)
+	if len(dev.Violations) > 0 {
+		t.Fatalf("the card saw rule breaks: %v", dev.Violations)
+	}
+	return dev, ep
+}
+
+func TestOpenBringsUpEveryVariant(t *testing.T) {
+	for _, id := range []uint16{0x10D3, 0x15B8, 0x15BC, 0x0D4F, 0x1A1F, 0x550B, 0x57A1} {
+		dev, ep := open(t, fake.Options{DeviceID: id}, i219.Config{})
+		if !ep.LinkUp() {
+			t.Errorf("%04x: link not up after autonegotiation", id)
+		}
+		if got := string(ep.LinkAddress()); got != "\x02\x00\x00\x00\x02\x19" {
+			t.Errorf("%04x: MAC %x", id, got)
+		}
+		if dev.Peek(fake.TCTL)&2 == 0 || dev.Peek(fake.RCTL)&2 == 0 {
+			t.Errorf("%04x: RX/TX not enabled", id)
+		}
+	}
+}
+
+func TestUnknownDeviceRefused(t *testing.T) {
+	dev := fake.New(fake.Options{DeviceID: 0x100E}) // 82540EM: e1000, not e1000e
+	_, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true})
+	if !errors.Is(err, i219.ErrUnsupportedDevice) {
+		t.Fatalf("Open(8086:100e) = %v, want ErrUnsupportedDevice", err)
+	}
+}
