@@ -191,6 +191,7 @@ type State struct {
 	WMax       float64
 	CwndEpoch  float64
 	WEst       float64
+	Alpha      float64 // §4.3's α_cubic for the next ACK
 	AfterRTO   bool
 
 	// The gate.
@@ -517,6 +518,7 @@ func (c *Controller) State() State {
 		WMax:       c.cub.wMax,
 		CwndEpoch:  c.cub.cwndEpoch,
 		WEst:       c.cub.wEst,
+		Alpha:      c.cub.alpha(c.cwndPrior),
 		AfterRTO:   c.cub.afterRTO,
 
 		LastStop:      c.gate.stop,

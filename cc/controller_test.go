@@ -135,3 +135,40 @@ func TestPacingRateIsTwiceInSlowStartAndOnePointTwoAfter(t *testing.T) {
 		t.Fatalf("congestion avoidance rate %v, want %v", r, want)
 	}
 }
+
+func TestRecoveryNeedsOnRecoveryEndWithoutSendPositions(t *testing.T) {
+	c, _ := New(Config{SMSS: smss})
+	c.OnCongestion(0, 10*smss) // no OnSend and no SndNxt: no recovery point
+	c.OnAck(Ack{Acked: smss})
+	if !c.InRecovery() {
+		t.Fatal("recovery ended without a recovery point or OnRecoveryEnd")
+	}
+	c.OnRecoveryEnd(0)
+	if c.InRecovery() {
+		t.Fatal("OnRecoveryEnd did not end recovery")
+	}
+}
+
+func TestInRecoveryCoversLossAndTimeout(t *testing.T) {
+	c, _ := New(Config{SMSS: smss})
+	if c.InRecovery() {
+		t.Fatal("a new controller is in recovery")
+	}
+	c.OnCongestion(0, 10*smss)
+	if st := c.State(); !c.InRecovery() || !st.FastRecovery || st.RTOEpisode {
+		t.Fatalf("after a loss: %+v", st)
+	}
+	c.OnRTO(0, 10*smss)
+	if st := c.State(); !c.InRecovery() || st.FastRecovery || !st.RTOEpisode {
+		t.Fatalf("after an RTO in recovery: %+v", st)
+	}
+}
+
+func TestInitialWindowScalesWithSMSS(t *testing.T) {
+	for _, tc := range []struct{ smss, iw, want int }{{536, 0, 5360}, {1460, 3, 4380}, {9000, 10, 90000}, {1, 1, 1}} {
+		c, err := New(Config{SMSS: tc.smss, InitialWindow: tc.iw})
+		if err != nil || c.Cwnd() != tc.want {
+			t.Errorf("SMSS %d IW %d: cwnd %d err %v, want %d", tc.smss, tc.iw, c.Cwnd(), err, tc.want)
+		}
+	}
+}

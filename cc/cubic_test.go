@@ -510,3 +510,75 @@ func TestCubicClimbsBackToWMaxAroundK(t *testing.T) {
 		t.Fatalf("cwnd at 15 s = %v segments, want convex growth past W_max", float64(s.c.Cwnd())/smss)
 	}
 }
+
+func TestByteSizedAcksGrowLikeOneSegmentAck(t *testing.T) {
+	grow := func(piece int) int {
+		s := caSim(t, Config{}, 100)
+		s.fill()
+		s.ack(smss, 10*ms)
+		s.advance(2 * time.Second) // concave: W_cubic well above cwnd
+		s.fill()
+		start := s.c.Cwnd()
+		for acked := 0; acked < 10*smss; acked += piece {
+			s.ack(piece, 10*ms)
+		}
+		return s.c.Cwnd() - start
+	}
+	whole, bytes := grow(10*smss), grow(73)
+	// Each 73-byte step adds well under a byte; only the carried fractions let
+	// them add up to what one ACK of ten segments grows (within 1%: cwnd
+	// rises between the small steps).
+	if whole == 0 || math.Abs(float64(whole-bytes)) > 0.01*float64(whole) {
+		t.Fatalf("ten segments acknowledged 73 bytes at a time grew %d, in one ACK %d: the fractions were lost", bytes, whole)
+	}
+}
+
+func TestFirstAckAfterRecoveryStartsTheEpoch(t *testing.T) {
+	s := caSim(t, Config{}, 100)
+	if s.c.State().EpochValid {
+		t.Fatal("the epoch started at the loss, before congestion avoidance")
+	}
+	s.advance(300 * ms)
+	s.fill()
+	s.ack(smss, 10*ms)
+	if st := s.c.State(); !st.EpochValid || st.EpochStart != 300*ms || st.CwndEpoch != 70*smss {
+		t.Fatalf("epoch %v start %v cwnd_epoch %v, want the first ACK's time and cwnd", st.EpochValid, st.EpochStart, st.CwndEpoch)
+	}
+}
+
+func TestSlowStartAfterLossStopsAtSsthresh(t *testing.T) {
+	s := newSim(t, Config{})
+	s.c.cwnd = 20 * smss
+	s.c.OnCongestion(0, 20*smss) // ssthresh 14 segments
+	s.c.OnRTO(0, 14*smss)        // in the episode: ssthresh kept, cwnd one segment
+	if s.c.Ssthresh() != 14*smss || s.c.Cwnd() != smss {
+		t.Fatalf("ssthresh %d cwnd %d", s.c.Ssthresh(), s.c.Cwnd())
+	}
+	s.c.OnRecoveryEnd(0)
+	for i := 0; s.c.InSlowStart(); i++ {
+		if i > 20 {
+			t.Fatalf("slow start did not reach ssthresh: cwnd %d", s.c.Cwnd())
+		}
+		s.fill()
+		s.ack(s.inFlight(), 0)
+	}
+	if s.c.Cwnd() != 14*smss || s.c.State().EpochValid {
+		t.Fatalf("slow start ended at cwnd %d (epoch %v), want exactly ssthresh %d", s.c.Cwnd(), s.c.State().EpochValid, 14*smss)
+	}
+	s.fill()
+	s.ack(smss, 0)
+	if !s.c.State().EpochValid {
+		t.Fatal("the ACK after reaching ssthresh did not start CUBIC's epoch")
+	}
+}
+
+func TestStateReportsAlpha(t *testing.T) {
+	s := caSim(t, Config{}, 100)
+	if a := s.c.State().Alpha; a != alphaReno {
+		t.Fatalf("α after a reduction %v, want %v", a, alphaReno)
+	}
+	s.c.cub.wEst = 100 * smss
+	if a := s.c.State().Alpha; a != 1 {
+		t.Fatalf("α with W_est = cwnd_prior %v, want 1", a)
+	}
+}

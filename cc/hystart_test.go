@@ -388,3 +388,49 @@ func TestNotLimitedAcksStillFeedHyStartSamples(t *testing.T) {
 		t.Fatal("application-limited ACKs' RTT samples were not observed")
 	}
 }
+
+func TestCSSRoundsRestartOnReentry(t *testing.T) {
+	s := newSim(t, Config{})
+	enterCSSAndEndRound(s)
+	s.round(rep(8, 14*ms)...)
+	if s.c.State().CSSRounds != 2 {
+		t.Fatalf("CSS rounds %d, want 2", s.c.State().CSSRounds)
+	}
+	// Resume (a sample under the 14 ms baseline), then re-enter in the same round.
+	s.round(cat(rep(8, 14*ms), rep(1, 13*ms))...)
+	if s.c.State().CSS {
+		t.Fatal("still in CSS after a sample under the baseline")
+	}
+	s.round(rep(8, 20*ms)...) // last 13 ms, thresh 4 ms: enters again
+	if st := s.c.State(); !st.CSS || st.CSSRounds != 1 {
+		t.Fatalf("re-entered CSS with %d rounds counted, want 1 (CSS %v)", st.CSSRounds, st.CSS)
+	}
+}
+
+func TestResumeNeedsEightSamplesInTheRound(t *testing.T) {
+	s := newSim(t, Config{})
+	enterCSSAndEndRound(s) // baseline 14 ms
+	s.send(20*smss, StopCwnd)
+	for i := 1; i <= 7; i++ {
+		s.ack(smss, 5*ms)
+		if !s.c.State().CSS {
+			t.Fatalf("resumed on sample %d of the round, before N_RTT_SAMPLE", i)
+		}
+	}
+	s.ack(smss, 5*ms)
+	if s.c.State().CSS {
+		t.Fatal("did not resume on the eighth sample under the baseline")
+	}
+}
+
+func TestPacedSenderGrowsAQuarterOfTheWholeAckInCSS(t *testing.T) {
+	s := newSim(t, Config{Pacing: true})
+	s.round(rep(8, 10*ms)...)
+	s.send(60*smss, StopCwnd)
+	for range 8 {
+		s.ack(smss, 20*ms)
+	}
+	if g := s.ack(34*smss, 20*ms); g != 34*smss/4 {
+		t.Fatalf("paced CSS stretch ACK grew %d, want %d", g, 34*smss/4)
+	}
+}
