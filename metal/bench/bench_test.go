@@ -17,9 +17,9 @@ import (
 	"github.com/netramp/netramp/metal/report"
 )
 
-// benchArms are the arms the whole-bench test runs: the cheapest that carry
-// a real ramp in this build.
-var benchArms = Definitions{"X": "loopback", "Y": "loopback"}
+// benchArms are the arms the whole-bench test runs: this TCP's two arms in
+// virtual time, named X and Y here.
+var benchArms = Definitions{"X": "A", "Y": "B"}
 
 const benchRules = "faster: Y > X on goodput in every pair\nramp: Y > X on recv_100ms in every pair, p <= 0.5\n"
 
@@ -27,8 +27,8 @@ func TestWholeBenchTableMatchesTheRawRecords(t *testing.T) {
 	ev := t.TempDir()
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Config{
-		Order: []string{"X", "Y", "X", "Y"}, Defs: benchArms, Preset: "clean-lan", Dir: osbench.Upload,
-		Bytes: 4_000_000, Conns: 2, Seed: 1, Rules: benchRules, RulesName: "test.rules", Evidence: ev, Out: &out,
+		Order: []string{"X", "Y", "X", "Y"}, Defs: benchArms, Preset: "t14", Dir: osbench.Upload,
+		Bytes: 3_000_000, Conns: 2, Seed: 1, Rules: benchRules, RulesName: "test.rules", Evidence: ev, Out: &out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -158,5 +158,30 @@ func TestUnavailableArmMakesItsRulesNotJudged(t *testing.T) {
 	}
 	if res.Verdicts[0].Status.String() != "NOT JUDGED" || !strings.Contains(out.String(), "p: NOT JUDGED: arm Z did not run (unavailable: ") {
 		t.Fatalf("verdict %v\n%s", res.Verdicts[0], out.String())
+	}
+}
+
+func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
+	for _, dir := range []osbench.Direction{osbench.Upload, osbench.Download} {
+		var runs [2][]report.Conn
+		for i := range runs {
+			c, err := newVirtualArm("B").RunRow(context.Background(), RowSpec{Preset: "t14", Dir: dir, Bytes: 2_000_000, Conns: 1, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs[i] = c
+		}
+		a, b := runs[0][0].Report, runs[1][0].Report
+		if a.Bytes != 2_000_000 || a.Direction != dir {
+			t.Fatalf("%s: report %+v", dir, a)
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) {
+			t.Fatalf("%s: two runs differ:\n%s\n%s", dir, ja, jb)
+		}
+		if runs[0][0].Counters["tcp.sent.bytes"] < 2_000_000 {
+			t.Errorf("%s: counters %v", dir, runs[0][0].Counters)
+		}
 	}
 }

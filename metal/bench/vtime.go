@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/cc"
@@ -17,8 +16,8 @@ import (
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/wire"
-	"github.com/netramp/netramp/stack"
 	"github.com/netramp/netramp/stack/vclock"
+	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -84,9 +83,6 @@ func (a *virtualArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, e
 	return out, nil
 }
 
-// vepoch is where every virtual-time connection's clock starts.
-var vepoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // flagEntry sets *dirty when its endpoint signals anything; the driver then
 // pumps the endpoints after the event that signalled.
 func watch(wq *waiter.Queue, dirty *bool) func() {
@@ -102,55 +98,31 @@ func (a *virtualArm) runConn(spec RowSpec, seed int64) (report.Conn, error) {
 		return report.Conn{}, err
 	}
 	cfg.Seed = seed
-	clk := vclock.New(vepoch)
-	w, err := wire.New(clk, cfg)
-	if err != nil {
-		return report.Conn{}, err
-	}
 	reg := counters.NewRegistry()
-	w.Counters(reg, "nic")
 	o := a.opts
 	o.Counters = reg
-	src, err := stack.New(stack.Options{TCP: o, Clock: clk, Counters: reg, Seed: seed, NICs: []stack.NIC{{Link: w.A(), Addr: sourcePrefix}}})
+	p, err := vtest.NewPair(cfg, o, o, seed)
 	if err != nil {
 		return report.Conn{}, err
 	}
-	defer src.Close()
-	dst, err := stack.New(stack.Options{TCP: o, Clock: clk, Counters: reg, Seed: seed + 1, NICs: []stack.NIC{{Link: w.B(), Addr: sinkPrefix}}})
-	if err != nil {
-		return report.Conn{}, err
-	}
-	defer dst.Close()
-
+	defer p.Close()
+	p.Wire.Counters(reg, "nic")
+	clk := p.Clock
 	d := &vdriver{clk: clk, dir: spec.Dir, n: spec.Bytes}
 	d.hello = []byte(osbench.Hello{Version: osbench.Version, Dir: spec.Dir, Bytes: spec.Bytes}.String())
-	var terr tcpip.Error
-	d.lep, terr = dst.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, &d.lwq)
-	if terr != nil {
-		return report.Conn{}, fmt.Errorf("sink endpoint: %s", terr)
-	}
-	defer d.lep.Close()
-	defer watch(&d.lwq, &d.dirty)()
-	if terr := d.lep.Bind(tcpip.FullAddress{Port: sinkAddr.Port()}); terr != nil {
-		return report.Conn{}, fmt.Errorf("sink bind: %s", terr)
-	}
-	if terr := d.lep.Listen(8); terr != nil {
-		return report.Conn{}, fmt.Errorf("sink listen: %s", terr)
-	}
-	d.cep, terr = src.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, &d.cwq)
-	if terr != nil {
-		return report.Conn{}, fmt.Errorf("source endpoint: %s", terr)
-	}
-	defer d.cep.Close()
-	defer watch(&d.cwq, &d.dirty)()
 	d.dialled = clk.Now()
-	switch terr := d.cep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(sinkAddr.Addr().AsSlice()), Port: sinkAddr.Port()}); terr.(type) {
-	case nil, *tcpip.ErrConnectStarted:
-	default:
-		return report.Conn{}, fmt.Errorf("source connect: %s", terr)
+	client, server, err := p.Dial(vtest.SideA, sinkAddr.Port())
+	if err != nil {
+		return report.Conn{}, err
 	}
+	defer client.Close()
+	defer server.Close()
+	d.accepted = clk.Now() // Dial returns at the event that completed the accept
+	d.cep, d.sep = client.EP, server.EP
+	defer watch(client.WQ, &d.dirty)()
+	defer watch(server.WQ, &d.dirty)()
 	d.dirty = true
-	done := clk.RunUntil(d.pump, VirtualHorizon)
+	done := clk.RunUntil(d.pump, clk.Elapsed()+VirtualHorizon)
 	if d.err != nil {
 		return report.Conn{}, d.err
 	}
@@ -161,8 +133,8 @@ func (a *virtualArm) runConn(spec RowSpec, seed int64) (report.Conn, error) {
 	return report.Conn{Report: d.rep, Counters: reg.Snapshot(), Wall: time.Since(wall)}, nil
 }
 
-// vdriver moves osbench-lan/3 through two event-driven endpoints: after every
-// clock event that signalled either, it accepts, writes what the send queue
+// vdriver moves osbench-lan/3 through two event-driven endpoints (a
+// stack/vtest pair): after every clock event that signalled either, it writes what the send queue
 // takes and reads what arrived, metering reads on the virtual clock. The
 // receiver's report is taken in process rather than sent back over the
 // connection: it carries nothing the meter has not already recorded.
@@ -171,10 +143,7 @@ type vdriver struct {
 	dir      osbench.Direction
 	n        int64
 	hello    []byte
-	lwq, cwq waiter.Queue
-	lep, cep tcpip.Endpoint // listener, client
-	sep      tcpip.Endpoint // accepted server end
-	swq      *waiter.Queue
+	cep, sep tcpip.Endpoint // client (the source's end), server (the sink's end)
 	dirty    bool
 	calls    int
 
@@ -215,13 +184,6 @@ func (d *vdriver) pump() bool {
 	}
 	d.dirty = false
 	now := d.clk.Now()
-	if d.sep == nil {
-		ep, wq, terr := d.lep.Accept(nil)
-		if terr == nil {
-			d.sep, d.swq, d.accepted = ep, wq, now
-			watch(wq, &d.dirty)
-		}
-	}
 	// The client sends its hello first, then the upload's payload.
 	if d.helloSent < len(d.hello) {
 		d.rd.Reset(d.hello[d.helloSent:])
@@ -236,17 +198,17 @@ func (d *vdriver) pump() bool {
 	if d.dir == osbench.Download {
 		sender, receiver = d.sep, d.cep
 	}
-	if d.sep != nil && !d.gotHello {
+	if !d.gotHello {
 		d.readHello()
 		if d.err != nil {
 			return true
 		}
 	}
 	canSend := d.helloSent == len(d.hello) && (d.dir == osbench.Upload || d.gotHello)
-	if canSend && sender != nil {
+	if canSend {
 		d.send(sender)
 	}
-	if receiver != nil && (d.dir == osbench.Download || d.gotHello) {
+	if d.dir == osbench.Download || d.gotHello {
 		d.receive(receiver, now)
 	}
 	if d.err == nil && d.meter != nil && d.meter.Bytes() >= d.n {
