@@ -223,8 +223,27 @@ func New(opt Options) *Device {
 		d.regs[TDLEN] = 4096
 	}
 	d.dma.next = 1 << 32
+	d.emi[0x8001] = 0x0006 // EEE advertised for 100 and 1000 Mb/s, the NVM default
 	return d
 }
+
+// Interrupt is an interrupt source for the fake: it fires when ICR has a
+// cause that IMS enables. Wait advances virtual time.
+type Interrupt struct{ D *Device }
+
+// Wait implements i219.Interrupt.
+func (q Interrupt) Wait(timeout time.Duration) (bool, error) {
+	q.D.mu.Lock()
+	fired := q.D.regs[ICR]&q.D.regs[IMS] != 0
+	q.D.mu.Unlock()
+	if !fired {
+		q.D.Clk.Sleep(timeout)
+	}
+	return fired, nil
+}
+
+// Ack implements i219.Interrupt.
+func (q Interrupt) Ack() error { return nil }
 
 func (d *Device) pch() bool { return d.opt.DeviceID != 0x10D3 }
 

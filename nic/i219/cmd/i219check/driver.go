@@ -179,7 +179,7 @@ func sendARPRequest(ep *i219.Endpoint, spa netip.Addr) error {
 	copy(a.ProtocolAddressSender(), spa.AsSlice())
 	copy(a.ProtocolAddressTarget(), gatewayIP.AsSlice())
 	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(f)})
-	defer pkt.DecRef()
+	// WritePackets takes the list's references (it resets the list).
 	var l gstack.PacketBufferList
 	l.PushBack(pkt)
 	n, terr := ep.WritePackets(l)
