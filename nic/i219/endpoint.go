@@ -407,7 +407,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		sent++
 	}
 	e.txMu.Unlock()
-	pkts.Reset()
+	// The caller keeps its references: the frames were copied.
 	if reclaimed {
 		e.notifyWaiters()
 	}

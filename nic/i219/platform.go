@@ -1,6 +1,9 @@
 package i219
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Registers is the card's BAR0 memory window. Offsets are bytes from the start
 // of BAR0; every access is one aligned 32-bit load or store.
@@ -72,3 +75,13 @@ type realClock struct{}
 
 func (realClock) Now() time.Time        { return time.Now() }
 func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
+
+// Spin waits d by yielding in a loop. The bounded TX retry uses it for its
+// 50 µs steps: time.Sleep overshoots short waits by up to a millisecond on
+// Linux, which would break the 500 µs budget per batch.
+func (realClock) Spin(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+}

@@ -14,6 +14,7 @@ package fake
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -950,6 +951,8 @@ func (c *Clock) Sleep(d time.Duration) {
 	c.mu.Unlock()
 	if d >= time.Millisecond {
 		time.Sleep(50 * time.Microsecond)
+	} else {
+		runtime.Gosched()
 	}
 }
 
