@@ -78,8 +78,9 @@ type Dir struct {
 	// AckAggSegments and AckAggHold model ACK aggregation on the way back:
 	// pure ACKs entering this direction are held and released together once
 	// AckAggSegments data segments have been delivered in the other
-	// direction since the last release, or AckAggHold after the first of them
-	// was held. Any other frame releases the held ACKs ahead of itself.
+	// direction since the last release, or AckAggHold (0: no time limit)
+	// after the first of them was held. Any other frame releases the held
+	// ACKs ahead of itself, so the aggregator never reorders.
 	AckAggSegments int
 	AckAggHold     time.Duration
 	// TxRing is the sending endpoint's TX ring in frames (the card's credit);
@@ -89,6 +90,8 @@ type Dir struct {
 	// LineRateBps is the rate at which the card puts frames on the line. 0
 	// means RateBps when TxRing is set (the card is the bottleneck's first
 	// hop, as with a gigabit NIC on a gigabit path), otherwise no card stage.
+	// Card and bottleneck are store-and-forward: a frame crossing both pays
+	// both serialisations.
 	LineRateBps int64
 }
 

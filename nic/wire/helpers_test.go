@@ -123,7 +123,7 @@ type rig struct {
 	a, b *sink
 }
 
-func newRig(t *testing.T, cfg Config) *rig {
+func newRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	clk := vclock.New(epoch)
 	w, err := New(clk, cfg)

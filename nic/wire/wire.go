@@ -3,6 +3,12 @@
 // drop-tail queue, propagation delay, jitter, loss (random and in bursts),
 // duplication, corruption, blackouts and ACK aggregation.
 //
+// A frame written to an endpoint takes a TX ring slot, is serialised by the
+// card (which frees the slot), passes the ACK aggregator, enters the
+// bottleneck's drop-tail queue, is serialised at the bottleneck rate, meets
+// blackout, loss, burst loss, corruption and duplication in that order, and
+// arrives after the propagation delay plus jitter.
+//
 // Everything the wire does happens in callbacks of the tcpip.Clock it is
 // given. With a *vclock.Clock a run is deterministic: the same Config and Seed
 // give the same frame trace (TraceHash). With tcpip.NewStdClock() the same
