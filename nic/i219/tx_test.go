@@ -1,0 +1,168 @@
+package i219_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/netramp/netramp/nic/i219"
+	"github.com/netramp/netramp/nic/i219/fake"
+)
+
+func counter(ep *i219.Endpoint, name string) uint64 { return ep.Counters().Lookup(name).Load() }
+
+// TestFullRingWaitsAtMostTheBudgetThenDrops fills the TX ring while the
+// link is down (the card holds the frames), then writes a batch of three:
+// the batch waits 500 µs in all, not per frame, and drops all three.
+func TestFullRingWaitsAtMostTheBudgetThenDrops(t *testing.T) {
+	dev, ep := open(t, fake.Options{LinkDown: true}, i219.Config{TXDescriptors: 8})
+	if got := ep.TxCredit().TxFree(); got != 7 {
+		t.Fatalf("TxFree = %d on an empty 8-slot ring, want 7", got)
+	}
+	if n := writeFrames(t, ep, frames(7, 60)); n != 7 {
+		t.Fatalf("queued %d of 7", n)
+	}
+	if ep.TxCredit().TxFree() != 0 {
+		t.Fatal("ring not full")
+	}
+	t0 := dev.Clk.Now()
+	n := writeFrames(t, ep, frames(3, 60))
+	waited := dev.Clk.Now().Sub(t0)
+	if n != 0 {
+		t.Fatalf("queued %d frames into a full ring", n)
+	}
+	if waited > i219.TxRetryBudget {
+		t.Fatalf("batch waited %v, budget is %v per batch", waited, i219.TxRetryBudget)
+	}
+	if waited < i219.TxRetryBudget {
+		t.Fatalf("batch waited only %v, want the whole %v budget spent retrying", waited, i219.TxRetryBudget)
+	}
+	if d, f, r := counter(ep, "nic.tx.drops"), counter(ep, "nic.tx.ring-full"), counter(ep, "nic.tx.retries"); d != 3 || f != 3 || r != 10 {
+		t.Fatalf("drops %d ring-full %d retries %d, want 3 3 10", d, f, r)
+	}
+}
+
+// TestReclaimWakesCreditWaiters: when the card finishes, the poll reclaims
+// the slots and calls the waiters registered with NotifyTxFree, once.
+func TestReclaimWakesCreditWaiters(t *testing.T) {
+	dev, ep := open(t, fake.Options{LinkDown: true}, i219.Config{TXDescriptors: 8})
+	writeFrames(t, ep, frames(7, 100))
+	var calls atomic.Int32
+	cr := ep.TxCredit()
+	cr.NotifyTxFree(func() { calls.Add(1) })
+	cancelled := cr.NotifyTxFree(func() { t.Error("cancelled waiter called") })
+	cancelled()
+	cancelled()
+	ep.Poll()
+	if calls.Load() != 0 {
+		t.Fatal("waiter called before any descriptor was reclaimed")
+	}
+	dev.SetCable(true)
+	ep.Poll()
+	if calls.Load() != 1 {
+		t.Fatalf("waiter called %d times, want 1", calls.Load())
+	}
+	if cr.TxFree() != 7 {
+		t.Fatalf("TxFree = %d after reclaim, want 7", cr.TxFree())
+	}
+	if got := len(dev.Sent()); got != 7 {
+		t.Fatalf("card sent %d frames, want 7", got)
+	}
+	if counter(ep, "nic.tx.frames") != 7 || counter(ep, "nic.tx.bytes") != 700 {
+		t.Fatalf("tx counters %d frames %d bytes", counter(ep, "nic.tx.frames"), counter(ep, "nic.tx.bytes"))
+	}
+	ep.Poll()
+	if calls.Load() != 1 {
+		t.Fatal("waiter called twice")
+	}
+}
+
+// hookClock runs a hook on each short sleep (the retry steps).
+type hookClock struct {
+	*fake.Clock
+	onShort func(n int)
+	n       int
+}
+
+func (c *hookClock) Sleep(d time.Duration) {
+	c.Clock.Sleep(d)
+	if d < time.Millisecond && c.onShort != nil {
+		c.n++
+		c.onShort(c.n)
+	}
+}
+
+// TestRingFreesDuringRetryQueuesTheFrame: a slot freed within the budget
+// (here after the third 50 µs step) takes the frame; nothing is dropped.
+func TestRingFreesDuringRetryQueuesTheFrame(t *testing.T) {
+	dev := fake.New(fake.Options{LinkDown: true})
+	clk := &hookClock{Clock: dev.Clk}
+	p := dev.Platform()
+	p.Clock = clk
+	ep, err := i219.Open(p, i219.Config{TXDescriptors: 8, ManualPoll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	writeFrames(t, ep, frames(7, 60))
+	clk.onShort = func(n int) {
+		if n == 3 {
+			dev.SetCable(true)
+		}
+	}
+	if n := writeFrames(t, ep, frames(1, 60)); n != 1 {
+		t.Fatalf("queued %d, want the frame queued once the ring drained", n)
+	}
+	if d, r := counter(ep, "nic.tx.drops"), counter(ep, "nic.tx.retries"); d != 0 || r != 3 {
+		t.Fatalf("drops %d retries %d, want 0 and 3", d, r)
+	}
+}
+
+func TestTooLongFrameDroppedAndCounted(t *testing.T) {
+	dev, ep := open(t, fake.Options{}, i219.Config{})
+	n := writeFrames(t, ep, frames(1, 1515))
+	if n != 0 || counter(ep, "nic.tx.too-long") != 1 || counter(ep, "nic.tx.drops") != 1 {
+		t.Fatalf("queued %d; too-long %d drops %d", n, counter(ep, "nic.tx.too-long"), counter(ep, "nic.tx.drops"))
+	}
+	if writeFrames(t, ep, frames(1, 1514)) != 1 || len(dev.Sent()) != 1 {
+		t.Fatal("a full-size frame was not sent")
+	}
+}
+
+// TestTxHangResetsTheUnit: TDH stalls with work pending and the link up;
+// after the hang timeout the watchdog counts a hang, resets, and TX works
+// again.
+func TestTxHangResetsTheUnit(t *testing.T) {
+	dev, ep := open(t, fake.Options{}, i219.Config{TXDescriptors: 16})
+	dev.StallTX(true)
+	writeFrames(t, ep, frames(3, 60))
+	for i := 0; i < 30 && counter(ep, "nic.tx.hangs") == 0; i++ {
+		dev.Clk.Advance(200 * time.Millisecond)
+		ep.Poll()
+	}
+	if counter(ep, "nic.tx.hangs") != 1 {
+		t.Fatalf("hangs = %d after 6 s of a stalled TDH", counter(ep, "nic.tx.hangs"))
+	}
+	if counter(ep, "nic.tx.drops") != 3 {
+		t.Fatalf("drops = %d, want the 3 stuck frames", counter(ep, "nic.tx.drops"))
+	}
+	dev.StallTX(false)
+	dev.Sent()
+	if writeFrames(t, ep, frames(2, 60)) != 2 || len(dev.Sent()) != 2 {
+		t.Fatal("TX does not work after the reset")
+	}
+	if ep.TxCredit().TxFree() < 13 {
+		t.Fatalf("TxFree %d after reset", ep.TxCredit().TxFree())
+	}
+}
+
+func TestNoHangDeclaredWhileLinkIsDown(t *testing.T) {
+	_, ep := open(t, fake.Options{LinkDown: true}, i219.Config{})
+	writeFrames(t, ep, frames(3, 60))
+	for i := 0; i < 30; i++ {
+		ep.Poll()
+	}
+	if counter(ep, "nic.tx.hangs") != 0 {
+		t.Fatal("a held queue with no link was taken for a hang")
+	}
+}
