@@ -36,8 +36,11 @@ func newCubic(smss int, fc bool) cubic {
 	return cubic{smss: float64(smss), fc: fc}
 }
 
-// kFor is §4.2's K in seconds for a window rising from cwndEpoch to wMax;
-// zero when there is nothing to climb.
+// kFor is §4.2's K in seconds for a window rising from cwndEpoch to wMax.
+// Departure: when cwnd_epoch ≥ W_max the formula's K is negative, placing the
+// curve's plateau in the past and the epoch already on its convex side; here
+// K = 0 and W_max = cwnd_epoch instead (startEpoch), which grows no faster, so
+// it is safe.
 func kFor(wMax, cwndEpoch, smss float64) float64 {
 	if wMax <= cwndEpoch {
 		return 0

@@ -68,7 +68,10 @@ func (h *hystart) stop() {
 	h.css = false
 }
 
-// startRoundIfNone opens the first round at the first ACK: windowEnd = SND.NXT.
+// startRoundIfNone opens a round at an ACK when none is open (the first, or
+// after a round ended with nothing outstanding): windowEnd = SND.NXT. RFC 9406
+// §4.2 starts the first round at the connection's start; starting it at the
+// first ACK only moves which round the first samples fall in.
 func (h *hystart) startRoundIfNone(sndNxt uint64) {
 	if !h.roundOpen {
 		h.roundOpen = true
