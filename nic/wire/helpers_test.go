@@ -83,12 +83,18 @@ type rx struct {
 // sink is a NetworkDispatcher that records what it receives; onRx, if set,
 // runs after each frame (a stack answering synchronously).
 type sink struct {
-	clk  *vclock.Clock
-	got  []rx
-	onRx func(rx)
+	clk     *vclock.Clock
+	got     []rx
+	onRx    func(rx)
+	discard bool // count only
+	n       int
 }
 
 func (s *sink) DeliverNetworkPacket(p tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	s.n++
+	if s.discard {
+		return
+	}
 	v := pkt.ToView()
 	r := rx{at: s.clk.Elapsed(), proto: p, b: append([]byte(nil), v.AsSlice()...)}
 	v.Release()
