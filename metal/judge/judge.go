@@ -320,6 +320,9 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) Verdict {
 		if len(xs) != len(ys) {
 			v.Detail += fmt.Sprintf("; unequal rows (%d vs %d), pairs taken in run order", len(xs), len(ys))
 		}
+		if len(xs) > 1 && len(ys) > 1 && constant(xs) && constant(ys) {
+			v.Detail += "; each arm's rows are identical (a deterministic run repeats exactly): the difference is exact on this path model, and p counts row orders, not chance"
+		}
 		return v
 	}
 }
@@ -380,6 +383,15 @@ func popcount(x uint32) int {
 		c++
 	}
 	return c
+}
+
+func constant(v []float64) bool {
+	for _, x := range v {
+		if x != v[0] {
+			return false
+		}
+	}
+	return true
 }
 
 func negate(v []float64) []float64 {

@@ -93,6 +93,18 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+func TestIdenticalRowsAreSaidToBeDeterministic(t *testing.T) {
+	r := mustParse(t, "faster: B > A on goodput in every pair, p <= 0.05")
+	v := Judge(r, rows(map[string][]float64{"A": {87, 87, 87}, "B": {112, 112, 112}}, "goodput"), nil)
+	if v[0].Status != Confirmed || !strings.Contains(v[0].Detail, "rows are identical") {
+		t.Fatalf("got %v", v[0])
+	}
+	v = Judge(r, rows(map[string][]float64{"A": {87, 88, 87}, "B": {112, 112, 112}}, "goodput"), nil)
+	if strings.Contains(v[0].Detail, "identical") {
+		t.Fatalf("varying rows called identical: %v", v[0])
+	}
+}
+
 func TestUnmeasuredMetricIsNotJudged(t *testing.T) {
 	r := mustParse(t, "late: B > A on recv_2s in every pair")
 	rs := []Row{{Arm: "A", Values: map[string]float64{"goodput": 1}}, {Arm: "B", Values: map[string]float64{"goodput": 2}}}

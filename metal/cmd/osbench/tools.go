@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netramp/netramp/metal/bench"
@@ -120,6 +122,31 @@ func runRow(ctx context.Context, args []string) error {
 		if err := enc.Encode(recs[i]); err != nil {
 			return err
 		}
+	}
+	return err
+}
+
+// runCPU prints the CPU benchmark: this TCP and gVisor's, each a bulk
+// transfer between two stacks of this process over an in-memory link.
+func runCPU(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench cpu", flag.ContinueOnError)
+	nbytes := fs.Int64("bytes", 256_000_000, "payload bytes per transfer")
+	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ms []uint32
+	for _, m := range strings.Split(*mtus, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(m), 10, 32)
+		if err != nil || v < 576 || v > 65535 {
+			return fmt.Errorf("cpu: MTU %q is not in [576, 65535]", m)
+		}
+		ms = append(ms, uint32(v))
+	}
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms})
+	if len(rs) > 0 {
+		fmt.Printf("osbench cpu: %d MB a transfer, two stacks in one process over an in-memory link (real time; figures, not thresholds)\n\n", *nbytes/1e6)
+		bench.WriteCPU(os.Stdout, rs)
 	}
 	return err
 }

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+
+	"github.com/netramp/netramp/stack"
+)
+
+// CPUConfig sizes the CPU benchmark: one bulk transfer per TCP and MTU
+// between two stacks of one process over an in-memory link.
+type CPUConfig struct {
+	Bytes int64    // payload per transfer
+	MTUs  []uint32 // e.g. 1500 and 9000
+}
+
+// CPUResult is one transfer's cost. Real time on a shared machine: figures to
+// read side by side, not thresholds.
+type CPUResult struct {
+	TCP         string
+	MTU         uint32
+	Bytes       int64
+	Wall        time.Duration
+	CPU         time.Duration // user + system CPU of the whole process
+	Allocs      uint64        // heap allocations (runtime.MemStats.Mallocs)
+	MBps        float64
+	CPUSecPerGB float64
+	AllocsPerMB float64
+}
+
+// CPU runs, for each MTU, this TCP and then gVisor's TCP.
+func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
+	if cfg.Bytes <= 0 || len(cfg.MTUs) == 0 {
+		return nil, errors.New("bench: cpu needs a positive byte count and at least one MTU")
+	}
+	var out []CPUResult
+	for _, mtu := range cfg.MTUs {
+		for _, gv := range []bool{false, true} {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			r, err := cpuTransfer(ctx, cfg.Bytes, mtu, gv)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, error) {
+	name := "netramp"
+	if gv {
+		name = "gVisor"
+	}
+	la, lb := pipe.New("", "", mtu)
+	src, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: la, Addr: sourcePrefix}}})
+	if err != nil {
+		return CPUResult{}, err
+	}
+	defer src.Close()
+	dst, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: lb, Addr: sinkPrefix}}})
+	if err != nil {
+		return CPUResult{}, err
+	}
+	defer dst.Close()
+	ln, err := dst.Listen(netip.AddrPortFrom(sinkPrefix.Addr(), 5202))
+	if err != nil {
+		return CPUResult{}, err
+	}
+	defer ln.Close()
+	got := make(chan error, 1)
+	var received int64
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err
+			return
+		}
+		defer c.Close()
+		received, err = io.Copy(io.Discard, c)
+		got <- err
+	}()
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu0 := processCPU()
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c, err := src.Dial(dctx, netip.AddrPortFrom(sinkPrefix.Addr(), 5202))
+	cancel()
+	if err != nil {
+		return CPUResult{}, fmt.Errorf("bench: cpu %s dial: %w", name, err)
+	}
+	if err := send(c, n); err != nil {
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: %w", name, err)
+	}
+	c.Close()
+	select {
+	case err := <-got:
+		if err != nil {
+			return CPUResult{}, fmt.Errorf("bench: cpu %s sink: %w", name, err)
+		}
+	case <-time.After(5 * time.Minute):
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: the sink did not finish", name)
+	}
+	wall := time.Since(start)
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&m1)
+	if received != n {
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
+	}
+	r := CPUResult{TCP: name, MTU: mtu, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs}
+	mb := float64(n) / 1e6
+	r.MBps = mb / wall.Seconds()
+	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
+	r.AllocsPerMB = float64(r.Allocs) / mb
+	return r, nil
+}
+
+// send writes n pattern bytes to w.
+func send(w io.Writer, n int64) error {
+	buf := make([]byte, 64<<10)
+	for n > 0 {
+		k := int64(len(buf))
+		if n < k {
+			k = n
+		}
+		m, err := w.Write(buf[:k])
+		n -= int64(m)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteCPU prints the results side by side with netramp/gVisor ratios per MTU.
+func WriteCPU(w io.Writer, rs []CPUResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MTU\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\twall\tCPU")
+	byMTU := map[uint32]map[string]CPUResult{}
+	var mtus []uint32
+	for _, r := range rs {
+		if byMTU[r.MTU] == nil {
+			byMTU[r.MTU] = map[string]CPUResult{}
+			mtus = append(mtus, r.MTU)
+		}
+		byMTU[r.MTU][r.TCP] = r
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.2f\t%.0f\t%s\t%s\n", r.MTU, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB,
+			r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
+	}
+	for _, m := range mtus {
+		a, okA := byMTU[m]["netramp"]
+		b, okB := byMTU[m]["gVisor"]
+		if okA && okB {
+			fmt.Fprintf(tw, "%d\tnetramp/gVisor\t%s\t%s\t%s\t\t\n", m, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB))
+		}
+	}
+	return tw.Flush()
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
+}

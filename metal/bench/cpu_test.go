@@ -1,0 +1,30 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// The CPU benchmark asserts nothing about speed; this checks that it carries
+// every byte for both TCPs at both MTUs and prints the ratio lines.
+func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: 4_000_000, MTUs: []uint32{1500, 9000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d results, want 4", len(rs))
+	}
+	for _, r := range rs {
+		if r.Bytes != 4_000_000 || r.MBps <= 0 || r.Allocs == 0 {
+			t.Errorf("%+v", r)
+		}
+	}
+	var b bytes.Buffer
+	WriteCPU(&b, rs)
+	if strings.Count(b.String(), "netramp/gVisor") != 2 {
+		t.Fatalf("no ratio lines:\n%s", b.String())
+	}
+}
