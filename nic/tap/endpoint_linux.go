@@ -1,0 +1,352 @@
+//go:build linux
+
+package tap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/netramp/netramp/counters"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// Options configure an Endpoint.
+type Options struct {
+	// MTU is the IP MTU; 0 means 1500.
+	MTU uint32
+	// MAC is the stack's own Ethernet address (not the kernel side's).
+	// Required for TAP devices, ignored for TUN.
+	MAC net.HardwareAddr
+	// Counters receives nic.tap.* counters; nil keeps them private.
+	Counters *counters.Registry
+}
+
+// Counters are the endpoint's nic.tap.* counters.
+type Counters struct {
+	RxFrames, RxBytes, RxDrops, RxGSO *counters.Counter
+	TxFrames, TxBytes, TxDrops        *counters.Counter
+}
+
+func newCounters(r *counters.Registry) *Counters {
+	if r == nil {
+		r = counters.NewRegistry()
+	}
+	return &Counters{
+		RxFrames: r.MustRegister("nic.tap.rx.frames", "frames delivered from a TAP device to the stack"),
+		RxBytes:  r.MustRegister("nic.tap.rx.bytes", "bytes delivered from a TAP device to the stack, link header included"),
+		RxDrops:  r.MustRegister("nic.tap.rx.drops", "frames read from a TAP device and dropped: malformed, unknown type or no stack attached"),
+		RxGSO:    r.MustRegister("nic.tap.rx.gso", "GSO frames read from a TAP device and split into wire-size frames"),
+		TxFrames: r.MustRegister("nic.tap.tx.frames", "frames written to a TAP device"),
+		TxBytes:  r.MustRegister("nic.tap.tx.bytes", "bytes written to a TAP device, link header included"),
+		TxDrops:  r.MustRegister("nic.tap.tx.drops", "frames the stack sent that a TAP device refused"),
+	}
+}
+
+// Endpoint is a stack.LinkEndpoint over a TAP (Ethernet) or TUN (IP) device.
+// A reader goroutine, started on the first Attach, delivers frames to the
+// stack; Close stops it.
+type Endpoint struct {
+	dev  *Device
+	tun  bool
+	c    *Counters
+	mu   sync.RWMutex
+	mtu  uint32
+	mac  tcpip.LinkAddress
+	disp stack.NetworkDispatcher
+
+	done     chan struct{}
+	closeMu  sync.Mutex // guards started, closed, onClose
+	started  bool
+	closed   bool
+	onClose  func()
+	readErr  error
+	hdrSpace [VnetHdrLen]byte // an all-zero virtio-net header for writes
+}
+
+var _ stack.LinkEndpoint = (*Endpoint)(nil)
+
+// New wraps dev, which the endpoint owns from now on.
+func New(dev *Device, o Options) (*Endpoint, error) {
+	if dev == nil {
+		return nil, fmt.Errorf("%w: nil device", ErrBadConfig)
+	}
+	mtu := o.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
+	if !e.tun {
+		if len(o.MAC) != 6 {
+			return nil, fmt.Errorf("%w: TAP endpoint needs a 6-byte MAC, got %q", ErrBadConfig, o.MAC)
+		}
+		e.mac = tcpip.LinkAddress(o.MAC)
+	}
+	return e, nil
+}
+
+// Counters returns the endpoint's counters.
+func (e *Endpoint) Counters() *Counters { return e.c }
+
+// Device returns the underlying device.
+func (e *Endpoint) Device() *Device { return e.dev }
+
+// MTU implements stack.LinkEndpoint.
+func (e *Endpoint) MTU() uint32 { e.mu.RLock(); defer e.mu.RUnlock(); return e.mtu }
+
+// SetMTU implements stack.LinkEndpoint.
+func (e *Endpoint) SetMTU(mtu uint32) { e.mu.Lock(); e.mtu = mtu; e.mu.Unlock() }
+
+// MaxHeaderLength implements stack.LinkEndpoint.
+func (e *Endpoint) MaxHeaderLength() uint16 {
+	if e.tun {
+		return 0
+	}
+	return header.EthernetMinimumSize
+}
+
+// LinkAddress implements stack.LinkEndpoint.
+func (e *Endpoint) LinkAddress() tcpip.LinkAddress { e.mu.RLock(); defer e.mu.RUnlock(); return e.mac }
+
+// SetLinkAddress implements stack.LinkEndpoint.
+func (e *Endpoint) SetLinkAddress(a tcpip.LinkAddress) { e.mu.Lock(); e.mac = a; e.mu.Unlock() }
+
+// Capabilities implements stack.LinkEndpoint: a TAP needs neighbour
+// resolution (ARP); a TUN does not.
+func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
+	if e.tun {
+		return 0
+	}
+	return stack.CapabilityResolutionRequired
+}
+
+// ARPHardwareType implements stack.LinkEndpoint.
+func (e *Endpoint) ARPHardwareType() header.ARPHardwareType {
+	if e.tun {
+		return header.ARPHardwareNone
+	}
+	return header.ARPHardwareEther
+}
+
+// AddHeader implements stack.LinkEndpoint.
+func (e *Endpoint) AddHeader(pkt *stack.PacketBuffer) {
+	if e.tun {
+		return
+	}
+	eth := header.Ethernet(pkt.LinkHeader().Push(header.EthernetMinimumSize))
+	eth.Encode(&header.EthernetFields{
+		SrcAddr: pkt.EgressRoute.LocalLinkAddress,
+		DstAddr: pkt.EgressRoute.RemoteLinkAddress,
+		Type:    pkt.NetworkProtocolNumber,
+	})
+}
+
+// ParseHeader implements stack.LinkEndpoint.
+func (e *Endpoint) ParseHeader(pkt *stack.PacketBuffer) bool {
+	if e.tun {
+		return true
+	}
+	_, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	return ok
+}
+
+// Attach implements stack.LinkEndpoint; the first non-nil dispatcher starts
+// the reader. A nil dispatcher means the NIC is being removed: the device is
+// closed and the reader stopped, so the stack's Wait returns.
+func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
+	e.mu.Lock()
+	e.disp = d
+	e.mu.Unlock()
+	if d == nil {
+		e.closeMu.Lock()
+		started := e.started
+		e.closeMu.Unlock()
+		if started {
+			e.dev.Close()
+		}
+		return
+	}
+	{
+		e.closeMu.Lock()
+		if !e.started && !e.closed {
+			e.started = true
+			go e.readLoop()
+		}
+		e.closeMu.Unlock()
+	}
+}
+
+// IsAttached implements stack.LinkEndpoint.
+func (e *Endpoint) IsAttached() bool { e.mu.RLock(); defer e.mu.RUnlock(); return e.disp != nil }
+
+// Wait implements stack.LinkEndpoint: it returns once the reader has stopped
+// (after Close), or at once if it never started.
+func (e *Endpoint) Wait() {
+	e.closeMu.Lock()
+	started := e.started
+	e.closeMu.Unlock()
+	if started {
+		<-e.done
+	}
+}
+
+// SetOnCloseAction implements stack.LinkEndpoint.
+func (e *Endpoint) SetOnCloseAction(f func()) { e.closeMu.Lock(); e.onClose = f; e.closeMu.Unlock() }
+
+// Close implements stack.LinkEndpoint: it closes the device, which stops the
+// reader, and waits for it.
+func (e *Endpoint) Close() {
+	e.closeMu.Lock()
+	if e.closed {
+		e.closeMu.Unlock()
+		return
+	}
+	e.closed = true
+	f := e.onClose
+	e.closeMu.Unlock()
+	if f != nil {
+		f()
+	}
+	e.dev.Close()
+	e.Wait()
+}
+
+// Err returns the error that stopped the reader, if it stopped on its own.
+func (e *Endpoint) Err() error {
+	e.closeMu.Lock()
+	started := e.started
+	e.closeMu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return e.readErr
+	default:
+		return nil
+	}
+}
+
+// WritePackets implements stack.LinkWriter. A frame the device refuses is
+// dropped and counted; the stack's TCP recovers it as a loss.
+func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	n := 0
+	var bufs [][]byte
+	for _, pkt := range pkts.AsSlice() {
+		bufs = bufs[:0]
+		if e.dev.cfg.VnetHdr {
+			bufs = append(bufs, e.hdrSpace[:])
+		}
+		bufs = append(bufs, pkt.AsSlices()...)
+		w, err := e.dev.Writev(bufs)
+		if err != nil {
+			e.c.TxDrops.Inc()
+			if errors.Is(err, os.ErrClosed) {
+				return n, &tcpip.ErrClosedForSend{}
+			}
+			continue
+		}
+		n++
+		e.c.TxFrames.Inc()
+		e.c.TxBytes.Add(uint64(w - e.dev.HeaderLen()))
+	}
+	return n, nil
+}
+
+// readLoop reads frames until the device is closed.
+func (e *Endpoint) readLoop() {
+	defer close(e.done)
+	hl := e.dev.HeaderLen()
+	buf := make([]byte, hl+65536+header.EthernetMinimumSize)
+	l3 := header.EthernetMinimumSize
+	if e.tun {
+		l3 = 0
+	}
+	for {
+		n, err := e.dev.Read(buf)
+		if err != nil {
+			if !errors.Is(err, os.ErrClosed) {
+				e.readErr = err
+			}
+			return
+		}
+		frame := buf[hl:n]
+		if hl == 0 {
+			e.deliver(frame)
+			continue
+		}
+		h, err := DecodeVnetHdr(buf[:n])
+		if err != nil {
+			e.c.RxDrops.Inc()
+			continue
+		}
+		if h.GSOType != VnetGSONone {
+			// Split like a NIC's TSO would, so the stack sees MSS-sized
+			// segments and ACKs each pair as it would on a wire.
+			e.c.RxGSO.Inc()
+			if err := Segment(h, frame, l3, e.deliver); err != nil {
+				e.c.RxDrops.Inc()
+			}
+			continue
+		}
+		if err := FinishChecksum(h, frame); err != nil {
+			e.c.RxDrops.Inc()
+			continue
+		}
+		e.deliver(frame)
+	}
+}
+
+// deliver hands one frame (link header included for TAP) to the stack; it
+// copies the bytes.
+func (e *Endpoint) deliver(frame []byte) {
+	e.mu.RLock()
+	d := e.disp
+	e.mu.RUnlock()
+	var proto tcpip.NetworkProtocolNumber
+	if e.tun {
+		if len(frame) == 0 {
+			e.c.RxDrops.Inc()
+			return
+		}
+		switch header.IPVersion(frame) {
+		case header.IPv4Version:
+			proto = header.IPv4ProtocolNumber
+		case header.IPv6Version:
+			proto = header.IPv6ProtocolNumber
+		}
+	} else if len(frame) >= header.EthernetMinimumSize {
+		proto = header.Ethernet(frame).Type()
+	}
+	if d == nil || proto == 0 {
+		e.c.RxDrops.Inc()
+		return
+	}
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+	defer pkt.DecRef()
+	if !e.ParseHeader(pkt) {
+		e.c.RxDrops.Inc()
+		return
+	}
+	if !e.tun {
+		dst := header.Ethernet(frame).DestinationAddress()
+		switch {
+		case dst == header.EthernetBroadcastAddress:
+			pkt.PktType = tcpip.PacketBroadcast
+		case header.IsMulticastEthernetAddress(dst):
+			pkt.PktType = tcpip.PacketMulticast
+		case dst == e.LinkAddress():
+			pkt.PktType = tcpip.PacketHost
+		default:
+			pkt.PktType = tcpip.PacketOtherHost
+		}
+	}
+	e.c.RxFrames.Inc()
+	e.c.RxBytes.Add(uint64(len(frame)))
+	d.DeliverNetworkPacket(proto, pkt)
+}
