@@ -115,6 +115,7 @@ type Endpoint struct {
 	linkAddr   tcpip.LinkAddress
 
 	link       atomic.Bool
+	rxPaused   atomic.Bool
 	lastStats  time.Time
 	hangTDH    uint32
 	hangSince  time.Time
@@ -223,6 +224,12 @@ func (e *Endpoint) LinkUp() bool { return e.link.Load() }
 
 // Counters returns the registry holding the nic.* counters.
 func (e *Endpoint) Counters() *counters.Registry { return e.cfg.Counters }
+
+// PauseRX stops (true) or resumes (false) reaping the RX ring. While
+// paused the card fills the ring and then counts what it cannot store
+// (nic.rx.no-buffer, nic.rx.missed): a way to exercise ring exhaustion on
+// real or emulated hardware. TX, link and statistics keep running.
+func (e *Endpoint) PauseRX(paused bool) { e.rxPaused.Store(paused) }
 
 // WaitLink polls until the link is up or timeout passes.
 func (e *Endpoint) WaitLink(timeout time.Duration) bool {

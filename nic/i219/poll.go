@@ -134,6 +134,9 @@ func (e *Endpoint) resetUnit() {
 // frame out, re-arms the same buffer and hands the frames to the stack
 // after the ring lock is released.
 func (e *Endpoint) pollRX() int {
+	if e.rxPaused.Load() {
+		return 0
+	}
 	e.rxMu.Lock()
 	var out []*stack.PacketBuffer
 	var protos []tcpip.NetworkProtocolNumber
