@@ -104,11 +104,13 @@ run_one() {
 		fi
 		return
 	fi
-	local failed top matched=""
+	# A failing test's top-level name must match the regexp's top-level part
+	# (go test -run splits the regexp at unbracketed slashes, one per level).
+	local failed top matched="" re_top=${re%%/*}
 	failed=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*--- FAIL: \([^[:space:]]*\).*/\1/p')
 	for top in $failed; do
 		top=${top%%/*}
-		if printf '%s\n' "$top" | grep -qE -- "$re"; then matched=$top; break; fi
+		if printf '%s\n' "$top" | grep -qE -- "$re_top"; then matched=$top; break; fi
 	done
 	if [ -n "$matched" ]; then
 		printf 'red\tcontrol %s: RED as required\n' "$name" >"$result"
