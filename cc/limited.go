@@ -6,13 +6,15 @@ package cc
 //
 // The card rule (arm B) is a deliberate departure from RFC 9438 §5.8. Under
 // §5.8's definition a flow sending less than cwnd allows is application
-// limited, so a sender held by the card's TX credit with cwnd room left would
-// grow nothing. Here a card stop counts as window-limited when at least half
-// of cwnd was in flight. Why it is safe: half of cwnd in flight is RFC 7661
-// §4.3's validated window, whose mechanisms RFC 9438 §4.6 admits; so cwnd
-// stays within twice the flight that the path has carried, and a loss sets
-// ssthresh from the flight, not from cwnd (RFC 9438 §4.6, reducedWindow), so
-// an unvalidated window never becomes the next ssthresh.
+// limited, whatever held it, so a sender stopped by the card's TX credit with
+// cwnd room left would grow nothing. Here a card stop counts as window-limited
+// when at least half of cwnd was in flight. Why it is safe: a flight of at
+// least half of cwnd is RFC 7661 §4.3's validated window, whose mechanisms
+// RFC 9438 §4.6 admits; the stop that opens the gate has cwnd ≤ 2·flight, so
+// growth starts only from a window the path has half carried, and the next
+// stop judges the grown cwnd afresh. A loss sets ssthresh from the flight, not
+// from cwnd (RFC 9438 §4.6, reducedWindow), so an unvalidated part of cwnd
+// never becomes the next ssthresh.
 //
 // Arm A keeps the old rule: a card stop counts only with less than one SMSS
 // of cwnd room left.
