@@ -132,3 +132,36 @@ func TestClosedWireRefusesWritesAndDeliversNothingMore(t *testing.T) {
 		t.Fatal("write after Close accepted")
 	}
 }
+
+// TestDriverInsideADeliveryQueuesRatherThanReenters drives the clock from
+// inside a delivery callback: the frames that fall due meanwhile are not
+// handed over re-entrantly, but after the callback returns, in order.
+func TestDriverInsideADeliveryQueuesRatherThanReenters(t *testing.T) {
+	r := newRig(t, Config{AtoB: Dir{Delay: time.Millisecond}})
+	depth, maxDepth := 0, 0
+	r.b.onRx = func(x rx) {
+		depth++
+		maxDepth = max(maxDepth, depth)
+		if segID(x.b) == 0 {
+			r.clk.RunFor(5 * time.Millisecond)
+		}
+		depth--
+	}
+	var frames [][]byte
+	for i := 0; i < 5; i++ {
+		frames = append(frames, data(uint32(i), 10))
+	}
+	r.sendEvery(t, r.w.A(), time.Millisecond, frames)
+	r.drain()
+	if maxDepth != 1 {
+		t.Fatalf("deliveries nested %d deep", maxDepth)
+	}
+	if len(r.b.got) != 5 {
+		t.Fatalf("delivered %d of 5", len(r.b.got))
+	}
+	for i, g := range r.b.got {
+		if segID(g.b) != uint32(i) {
+			t.Fatalf("delivery %d carried frame %d", i, segID(g.b))
+		}
+	}
+}

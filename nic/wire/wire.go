@@ -52,12 +52,6 @@ type Wire struct {
 	start tcpip.MonotonicTime
 	mtu   uint32
 
-	// deliverMu orders deliveries: in real time two timer callbacks may
-	// overlap, and the second must not hand frames to a stack before the
-	// first has handed over the earlier ones. It is taken before mu and held
-	// while calling into the stacks; nothing that runs under it takes it.
-	deliverMu sync.Mutex
-
 	mu     sync.Mutex
 	dirs   [2]*direction // a2b, b2a
 	eps    [2]*Endpoint
@@ -70,6 +64,12 @@ type Wire struct {
 	trace  hash.Hash
 	hook   func(TraceEvent)
 	pcaps  [2]*pcapWriter
+
+	// The out queue: deliveries and credit waiters in the order the events
+	// produced them, run by one goroutine at a time (runOutLocked).
+	outq     []work
+	outHead  int
+	draining bool
 }
 
 // New builds a wire on clk. It returns an error wrapping ErrBadConfig,
@@ -106,6 +106,7 @@ func (w *Wire) Close() {
 	}
 	w.mu.Lock()
 	w.events = nil
+	w.outq, w.outHead = nil, 0
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -199,22 +200,12 @@ func (w *Wire) armLocked(at, now time.Duration) {
 	w.armed, w.armAt = true, at
 }
 
-// delivery is a frame to hand to an endpoint's dispatcher.
-type delivery struct {
-	to    *Endpoint
-	dir   *direction
-	frame []byte
-}
-
-// fire runs every event due, then, with no wire lock held, delivers the
-// frames and calls the credit waiters those events produced.
+// fire runs every event due, queues the deliveries and credit waiters they
+// produce, and runs that queue with no lock held.
 func (w *Wire) fire() {
-	w.deliverMu.Lock()
-	defer w.deliverMu.Unlock()
 	w.mu.Lock()
 	w.armed, w.inFire = false, true
 	now := w.now()
-	var out []delivery
 	var waiters []func()
 	for len(w.events) > 0 && w.events[0].at <= now {
 		ev := heap.Pop(&w.events).(*event)
@@ -236,61 +227,88 @@ func (w *Wire) fire() {
 				d.releaseLocked(ev.at)
 			}
 		case evDeliver:
-			out = append(out, delivery{to: d.to, dir: d, frame: ev.frame})
+			w.outq = append(w.outq, work{dir: d, frame: ev.frame, at: ev.at})
 		}
+	}
+	for _, f := range waiters {
+		w.outq = append(w.outq, work{f: f})
 	}
 	w.inFire = false
 	if len(w.events) > 0 {
 		w.armLocked(w.events[0].at, now)
 	}
-	w.mu.Unlock()
-
-	for _, dl := range out {
-		w.deliver(dl, now)
-	}
-	for _, f := range waiters {
-		f()
-	}
+	w.runOutLocked()
 }
 
-// deliver hands one frame to its endpoint's stack and counts data segments
-// for ACK aggregation in the reverse direction.
-func (w *Wire) deliver(dl delivery, now time.Duration) {
-	d := dl.dir
-	disp := dl.to.dispatcher()
-	w.mu.Lock()
-	if disp == nil {
-		d.stats.DropDetached++
-		d.ctr.add(&d.ctr.dropDetached, 1)
-		w.traceLocked(now, d, TraceDropDetached, dl.frame)
+// work is a delivery (dir set) or a credit waiter (f set), run outside the
+// lock.
+type work struct {
+	dir   *direction
+	frame []byte
+	at    time.Duration
+	f     func()
+}
+
+// runOutLocked runs the out queue in order, releasing the lock around each
+// call into a stack. In real time two timer callbacks can overlap: the one
+// already draining delivers what the other queued, so frames are never handed
+// over out of order; a callback that drives the clock from inside a delivery
+// only queues. It returns with the lock released.
+func (w *Wire) runOutLocked() {
+	if w.draining {
 		w.mu.Unlock()
 		return
 	}
+	w.draining = true
+	for w.outHead < len(w.outq) {
+		it := w.outq[w.outHead]
+		w.outq[w.outHead] = work{}
+		w.outHead++
+		if it.f != nil {
+			w.mu.Unlock()
+			it.f()
+			w.mu.Lock()
+			continue
+		}
+		w.deliverLocked(it)
+	}
+	w.outq, w.outHead = w.outq[:0], 0
+	w.draining = false
+	w.mu.Unlock()
+}
+
+// deliverLocked hands one frame to its endpoint's stack, unlocking around the
+// call, and counts data segments for ACK aggregation in the reverse
+// direction.
+func (w *Wire) deliverLocked(it work) {
+	d := it.dir
+	disp := d.to.dispatcher()
+	if disp == nil {
+		d.stats.DropDetached++
+		d.ctr.add(&d.ctr.dropDetached, 1)
+		w.traceLocked(it.at, d, TraceDropDetached, it.frame)
+		return
+	}
 	d.stats.DeliveredFrames++
-	d.stats.DeliveredBytes += uint64(len(dl.frame))
+	d.stats.DeliveredBytes += uint64(len(it.frame))
 	d.ctr.add(&d.ctr.deliveredFrames, 1)
-	d.ctr.add(&d.ctr.deliveredBytes, uint64(len(dl.frame)))
-	w.traceLocked(now, d, TraceDeliver, dl.frame)
-	w.pcapLocked(dl.to.side, dl.frame)
+	d.ctr.add(&d.ctr.deliveredBytes, uint64(len(it.frame)))
+	w.traceLocked(it.at, d, TraceDeliver, it.frame)
+	w.pcapLocked(d.to.side, it.frame)
 	w.mu.Unlock()
 
-	proto := networkProtocol(dl.frame)
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(dl.frame)})
-	disp.DeliverNetworkPacket(proto, pkt)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(it.frame)})
+	disp.DeliverNetworkPacket(networkProtocol(it.frame), pkt)
 	pkt.DecRef()
 
-	if c := classify(dl.frame); c.data {
-		r := d.reverse
-		if r.cfg.AckAggSegments > 0 {
-			w.mu.Lock()
-			r.dataSeen++
-			if r.dataSeen >= r.cfg.AckAggSegments {
-				r.dataSeen = 0
-				if len(r.held) > 0 {
-					r.releaseLocked(w.now())
-				}
+	w.mu.Lock()
+	if r := d.reverse; r.cfg.AckAggSegments > 0 && classify(it.frame).data {
+		r.dataSeen++
+		if r.dataSeen >= r.cfg.AckAggSegments {
+			r.dataSeen = 0
+			if len(r.held) > 0 {
+				r.releaseLocked(w.now())
 			}
-			w.mu.Unlock()
 		}
 	}
 }
