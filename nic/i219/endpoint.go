@@ -356,11 +356,11 @@ func (e *Endpoint) Close() {
 	e.d.wr(regCTRLEXT, e.d.rd(regCTRLEXT)&^ctrlExtDrvLoad)
 	_ = e.d.disableMastering()
 	_ = e.d.setPCICommand(false)
-	e.txMu.Unlock()
-	e.rxMu.Unlock()
 	if e.plat.Close != nil {
 		_ = e.plat.Close()
 	}
+	e.txMu.Unlock()
+	e.rxMu.Unlock()
 }
 
 // ---- TX ----
@@ -381,6 +381,12 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 	)
 	e.txMu.Lock()
 	for _, pkt := range pkts.AsSlice() {
+		if e.closed.Load() {
+			// Close has quiesced the card (and may have unmapped it).
+			e.st.txDrops.Inc()
+			dropped++
+			continue
+		}
 		size := pkt.Size()
 		if size > maxFrame {
 			e.st.txTooLong.Inc()
@@ -401,9 +407,12 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 				spent += max(e.clk.Now().Sub(t0), step)
 				e.st.txRetries.Inc()
 				e.txMu.Lock()
+				if e.closed.Load() {
+					break
+				}
 				reclaimed = e.reclaimLocked() > 0 || reclaimed
 			}
-			if e.tx.free() == 0 {
+			if e.tx.free() == 0 || e.closed.Load() {
 				e.st.txDrops.Inc()
 				dropped++
 				continue

@@ -138,7 +138,10 @@ func (d *dev) initHW(tx *txRing, rx *rxRing) error {
 		d.sptTxErrata()
 	}
 
-	// Receive: extended descriptors (RFCTL.EXTEN), checksum offload.
+	// Receive: extended descriptors (RFCTL.EXTEN), checksum offload, the
+	// station address and broadcast, and every multicast frame (MPE): the
+	// driver programs no multicast filter and leaves that choice to the
+	// stack, so IPv6 neighbour discovery works.
 	d.wr(regRDBAL, uint32(rx.bus))
 	d.wr(regRDBAH, uint32(rx.bus>>32))
 	d.wr(regRDLEN, uint32(rx.n*descSize))
@@ -148,7 +151,7 @@ func (d *dev) initHW(tx *txRing, rx *rxRing) error {
 	d.wr(regRADV, 0)
 	d.wr(regRFCTL, d.rd(regRFCTL)|rfctlEXTEN)
 	d.wr(regRXCSUM, rxcsumIPOFL|rxcsumTUOFL)
-	d.wr(regRCTL, rctlEN|rctlBAM|rctlBSZ2048|rctlSECRC|rctlRDMTS2)
+	d.wr(regRCTL, rctlEN|rctlBAM|rctlMPE|rctlBSZ2048|rctlSECRC|rctlRDMTS2)
 	d.wr(regRDT, uint32(rx.armAll()))
 
 	// Interrupts: causes the poll loop acts on, only if an IRQ source

@@ -45,3 +45,22 @@ func TestUnknownDeviceRefused(t *testing.T) {
 		t.Fatalf("Open(8086:100e) = %v, want ErrUnsupportedDevice", err)
 	}
 }
+
+func TestMACFromEEPROMOn82574WhenRAL0IsEmpty(t *testing.T) {
+	mac := [6]byte{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
+	dev, ep := open(t, fake.Options{DeviceID: 0x10D3, MAC: mac, MACOnlyInEEPROM: true}, i219.Config{})
+	if got := string(ep.LinkAddress()); got != string(mac[:]) {
+		t.Fatalf("MAC %x, want %x", got, mac)
+	}
+	// The address is programmed into the receive filter after reset.
+	if dev.Peek(fake.RAH0)>>31 == 0 || dev.Peek(fake.RAL0) != 0x12005452 {
+		t.Fatalf("RAL0 %#x RAH0 %#x", dev.Peek(fake.RAL0), dev.Peek(fake.RAH0))
+	}
+}
+
+func TestNoMACRefused(t *testing.T) {
+	dev := fake.New(fake.Options{DeviceID: 0x15B8, MACOnlyInEEPROM: true})
+	if _, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true}); err == nil {
+		t.Fatal("Open succeeded on an I219 with no MAC in RAL0/RAH0")
+	}
+}

@@ -49,7 +49,8 @@ func (e *Endpoint) Stop() {
 	<-e.done
 }
 
-// Poll runs one pass: read and clear ICR, reap up to PollBatch received
+// Poll runs one pass (callers of ManualPoll must not run two at once, nor
+// one concurrently with Close): read and clear ICR, reap up to PollBatch received
 // frames, reclaim finished TX descriptors, and every 100 ms fold the
 // statistics registers into the counters and check link and TX hang. It
 // returns the number of frames received and reclaimed.
@@ -138,12 +139,16 @@ func (e *Endpoint) pollRX() int {
 		return 0
 	}
 	e.rxMu.Lock()
+	if e.closed.Load() {
+		e.rxMu.Unlock()
+		return 0
+	}
 	var out []*stack.PacketBuffer
 	var protos []tcpip.NetworkProtocolNumber
 	r := &e.rx
 	n := 0
 	for n < e.cfg.PollBatch {
-		d := r.desc(r.next)
+		d := r.desc(r.head)
 		se := d.staterr()
 		if se&rxStaDD == 0 {
 			break
@@ -163,15 +168,15 @@ func (e *Endpoint) pollRX() int {
 		case length < header.EthernetMinimumSize || length > bufSize:
 			e.st.rxErrors.Inc()
 		default:
-			frame := r.bufs.mem[r.next][:length]
+			frame := r.bufs.mem[r.head][:length]
 			if pkt, proto, ok := e.frameToPacket(frame, se); ok {
 				out = append(out, pkt)
 				protos = append(protos, proto)
 			}
 		}
-		d.arm(r.bufs.bus[r.next])
-		r.tail = r.next
-		r.next = (r.next + 1) % r.n
+		d.arm(r.bufs.bus[r.head])
+		r.tail = r.head
+		r.head = (r.head + 1) % r.n
 	}
 	if n > 0 {
 		e.d.wr(regRDT, uint32(r.tail))

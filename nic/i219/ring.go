@@ -56,15 +56,16 @@ func newDescRing(a DMAAllocator, n int) (descRing, error) {
 	return descRing{mem: blk.Mem[:size], bus: blk.Bus, n: n}, nil
 }
 
-// txRing is the legacy TX ring. The driver writes at tail; the card moves
-// head as it sends; clean walks from clean to the first descriptor not yet
-// done and gives those slots back. One descriptor carries one frame.
+// txRing is the legacy TX ring. The driver fills at tail (and writes it to
+// TDT); the card sends and writes DD back; reclaim, the clean-up step, walks
+// head forward over the finished descriptors and gives their slots back.
+// One descriptor carries one frame.
 type txRing struct {
 	descRing
-	bufs  *slab
-	tail  int // next slot the driver fills (mirrors TDT)
-	clean int // oldest slot not yet reclaimed
-	used  int // slots filled and not yet reclaimed
+	bufs *slab
+	tail int // next slot the driver fills (mirrors TDT)
+	head int // oldest slot not yet reclaimed
+	used int // slots filled and not yet reclaimed
 }
 
 func (r *txRing) desc(i int) txDesc { return txDesc(r.mem[i*descSize : (i+1)*descSize]) }
@@ -92,13 +93,13 @@ func (r *txRing) put(frame [][]byte) int {
 // returns how many, with their byte total.
 func (r *txRing) reclaim() (frames, bytes int) {
 	for r.used > 0 {
-		d := r.desc(r.clean)
+		d := r.desc(r.head)
 		if !d.done() {
 			break
 		}
 		bytes += d.length()
 		frames++
-		r.clean = (r.clean + 1) % r.n
+		r.head = (r.head + 1) % r.n
 		r.used--
 	}
 	return frames, bytes
@@ -107,16 +108,17 @@ func (r *txRing) reclaim() (frames, bytes int) {
 // reset forgets every slot, as after a unit reset (the card restarts at 0).
 func (r *txRing) reset() {
 	clear(r.mem)
-	r.tail, r.clean, r.used = 0, 0, 0
+	r.tail, r.head, r.used = 0, 0, 0
 }
 
-// rxRing is the extended RX ring. Every slot always owns one buffer: after
-// a frame is copied out the same buffer is armed again, so steady state
-// allocates no DMA memory.
+// rxRing is the extended RX ring. The card fills from head; the clean-up
+// step (Endpoint.pollRX) copies each finished frame out, re-arms the same
+// buffer and moves tail (RDT) behind it, so every slot always owns one
+// buffer and steady state allocates no DMA memory.
 type rxRing struct {
 	descRing
 	bufs *slab
-	next int  // next slot the card will complete
+	head int  // next slot the card will complete
 	tail int  // last slot handed to the card (mirrors RDT)
 	skip bool // discarding the rest of a frame that spanned buffers
 }
@@ -128,7 +130,7 @@ func (r *rxRing) armAll() int {
 	for i := 0; i < r.n; i++ {
 		r.desc(i).arm(r.bufs.bus[i])
 	}
-	r.next = 0
+	r.head = 0
 	r.tail = r.n - 1
 	r.skip = false
 	return r.tail

@@ -166,3 +166,33 @@ func TestNoHangDeclaredWhileLinkIsDown(t *testing.T) {
 		t.Fatal("a held queue with no link was taken for a hang")
 	}
 }
+
+// TestCloseWhileWritingTouchesNoRegisterAfterRelease: writers racing Close
+// either queue, or drop and count, but never touch the card once the
+// platform is released.
+func TestCloseWhileWritingTouchesNoRegisterAfterRelease(t *testing.T) {
+	dev := fake.New(fake.Options{LinkDown: true})
+	ep, err := i219.Open(dev.Platform(), i219.Config{TXDescriptors: 8, PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	for w := 0; w < 2; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 50; i++ {
+				l := frames(2, 60)
+				ep.WritePackets(l)
+				l.DecRef()
+			}
+		}()
+	}
+	time.Sleep(time.Millisecond)
+	ep.Close()
+	ep.Wait()
+	<-done
+	<-done
+	if v := dev.ViolationsSoFar(); len(v) > 0 {
+		t.Fatalf("violations: %v", v)
+	}
+}

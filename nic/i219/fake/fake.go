@@ -130,6 +130,9 @@ type Options struct {
 	// RXFifoFrames is how many received frames the card holds while it has
 	// no free descriptor before it misses them (MPC). Default 4.
 	RXFifoFrames int
+	// MACOnlyInEEPROM leaves RAL0/RAH0 empty at reset (82574L): the MAC
+	// address must then be read through EERD.
+	MACOnlyInEEPROM bool
 	// StaleRing leaves TDLEN non-zero and TDBAL at a foreign address at
 	// power-on, as firmware or a previous OS would.
 	StaleRing bool
@@ -178,6 +181,7 @@ type Device struct {
 
 	meHolds    int
 	phyULP     bool
+	released   bool
 	phySMBus   bool
 	lanphypcLo bool
 	ulpExitIn  int // FWSM reads until the ME finishes leaving ULP
@@ -262,8 +266,10 @@ func (d *Device) powerOn() {
 		d.regs[k] = v
 	}
 	d.regs[CTRL] = 0x00140240
-	d.regs[RAL0] = uint32(m[0]) | uint32(m[1])<<8 | uint32(m[2])<<16 | uint32(m[3])<<24
-	d.regs[RAH0] = uint32(m[4]) | uint32(m[5])<<8 | 1<<31
+	if !d.opt.MACOnlyInEEPROM {
+		d.regs[RAL0] = uint32(m[0]) | uint32(m[1])<<8 | uint32(m[2])<<16 | uint32(m[3])<<24
+		d.regs[RAH0] = uint32(m[4]) | uint32(m[5])<<8 | 1<<31
+	}
 	if d.pch() {
 		fw := uint32(fwsmRSPCIPHY)
 		if d.opt.ME {
@@ -294,7 +300,16 @@ func (d *Device) updateStatus() {
 // Platform returns the driver's view of the card: registers, config space,
 // DMA memory and the virtual clock. No interrupt source: the driver polls.
 func (d *Device) Platform() i219.Platform {
-	return i219.Platform{Regs: regs{d}, Config: config{d}, DMA: &d.dma, Clock: d.Clk}
+	return i219.Platform{Regs: regs{d}, Config: config{d}, DMA: &d.dma, Clock: d.Clk, Close: d.release}
+}
+
+// release is the platform's Close: after it, any register access is a
+// use of an unmapped BAR and is recorded as a violation.
+func (d *Device) release() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.released = true
+	return nil
 }
 
 type regs struct{ d *Device }
@@ -303,6 +318,9 @@ func (r regs) Read32(off uint32) uint32 {
 	d := r.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.released {
+		d.Violations = append(d.Violations, fmt.Sprintf("read of %#x after the platform was closed", off))
+	}
 	v := d.read(off)
 	d.trace = append(d.trace, Access{Off: off, Val: v})
 	d.deliver()
@@ -313,6 +331,9 @@ func (r regs) Write32(off uint32, v uint32) {
 	d := r.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.released {
+		d.Violations = append(d.Violations, fmt.Sprintf("write of %#x after the platform was closed", off))
+	}
 	d.trace = append(d.trace, Access{Write: true, Off: off, Val: v})
 	d.write(off, v)
 	d.deliver()
@@ -387,6 +408,19 @@ func (d *Device) write(off, v uint32) {
 	case TDT:
 		d.regs[TDT] = v
 		d.runTX()
+		return
+	case EERD:
+		if d.pch() {
+			break // FEXTNVM5 on the PCH: plain storage
+		}
+		// EEPROM read: address in bits 2-15, START bit 0; DONE bit 1 and
+		// the word in bits 16-31. Words 0-2 hold the MAC address.
+		addr := v >> 2 & 0x3FFF
+		var w uint32
+		if addr < 3 {
+			w = uint32(d.opt.MAC[2*addr]) | uint32(d.opt.MAC[2*addr+1])<<8
+		}
+		d.regs[EERD] = v&0xFFFC | 1<<1 | w<<16
 		return
 	case RDT:
 		d.regs[RDT] = v
@@ -854,6 +888,14 @@ func (d *Device) StallTX(stalled bool) {
 	if !stalled {
 		d.runTX()
 	}
+}
+
+// ViolationsSoFar returns a copy of the violations, safe while the driver
+// runs.
+func (d *Device) ViolationsSoFar() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.Violations...)
 }
 
 // Trace returns a copy of the register accesses so far.
