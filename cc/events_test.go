@@ -149,7 +149,7 @@ func TestNegativeAckedIsClampedToZero(t *testing.T) {
 
 func TestNegativeInFlightIsClamped(t *testing.T) {
 	s := newSim(t, Config{})
-	s.c.OnSendStop(StopCard, -1<<40)
+	s.c.OnSendStop(StopCard, math.MinInt)
 	if st := s.c.State(); st.StopInFlight != 0 || st.Limited {
 		t.Fatalf("negative in-flight card stop: recorded %d, limited %v", st.StopInFlight, st.Limited)
 	}
