@@ -15,6 +15,10 @@ export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
 BOOT_TIMEOUT=${NETRAMP_QEMU_TIMEOUT:-240}
 BOOTS=${NETRAMP_QEMU_BOOTS:-"plain iommu ref"}
+PLAN_PLAIN=${NETRAMP_QEMU_PLAN_PLAIN:-"sysfs:regs,smoke,e2e,flap,rxflood/uio:regs,smoke,e2e"}
+PLAN_IOMMU=${NETRAMP_QEMU_PLAN_IOMMU:-"vfio:regs,smoke,e2e"}
+PLAN_REF=${NETRAMP_QEMU_PLAN_REF:-"kernel:e2e,flap"}
+TCP_IMPL=${NETRAMP_QEMU_TCP:-gvisor}
 CACHE=${NETRAMP_QEMU_CACHE:-/var/tmp/netramp-qemu}
 WORK=$(mktemp -d /tmp/netramp-qemu.XXXXXX)
 PIDS=()
@@ -159,15 +163,24 @@ record() { # record NAME PASS|FAIL DETAIL
 	printf 'qemu: check %-18s %s %s\n' "$1" "$2" "$3"
 }
 
-# boot NAME IOMMU PLAN EXPECTED...: one guest boot; PLAN is
-# backend:check,check/backend:check,...; EXPECTED names the checks that must
-# print PASS (as check/backend).
+# expected PLAN: the check/backend names a plan must report.
+expected() {
+	local item b c
+	for item in ${1//\// }; do
+		b=${item%%:*}
+		local cs=${item#*:}
+		for c in ${cs//,/ }; do echo "$c/$b"; done
+	done
+}
+
+# boot NAME IOMMU PLAN: one guest boot; PLAN is
+# backend:check,check/backend:check,...; each check must print PASS.
 boot() {
 	local name=$1 iommu=$2 plan=$3
-	shift 3
+	set -- $(expected "$plan")
 	local con=$WORK/$name.console pcap=$WORK/$name.pcap mon=$WORK/$name.mon
 	local machine=q35 devs=() append="console=ttyS0 panic=-1 quiet loglevel=4 netramp.plan=$plan"
-	append+=" netramp.args=-sink=10.0.2.2:$SINK_PORT"
+	append+=" netramp.args=-sink=10.0.2.2:$SINK_PORT,-tcp=$TCP_IMPL"
 	if [ "$iommu" = 1 ]; then
 		machine=q35,kernel-irqchip=split
 		devs+=(-device intel-iommu,intremap=on)
@@ -205,9 +218,31 @@ boot() {
 		*) record "$c" FAIL "no result line (qemu exit $rc)"; bad=1 ;;
 		esac
 	done
+	# What crossed the card, as QEMU saw it: each smoke ARP exchange (by the
+	# backend's sender address), TCP both ways, the flood's UDP.
+	local exp=()
+	for c in "$@"; do
+		case $c in
+		smoke/sysfs) exp+=(arp@10.0.2.21) ;;
+		smoke/uio) exp+=(arp@10.0.2.22) ;;
+		smoke/vfio) exp+=(arp@10.0.2.23) ;;
+		e2e/* | flap/*) exp+=(tcp) ;;
+		rxflood/*) exp+=(udp-in) ;;
+		esac
+	done
+	if [ ${#exp[@]} -gt 0 ]; then
+		local out expect
+		expect=$(printf '%s\n' "${exp[@]}" | sort -u | paste -sd, -)
+		if out=$("$WORK/i219host" pcap -file "$pcap" -expect "$expect" 2>&1); then
+			record "pcap/$name" PASS "$(echo "$out" | tr '\n' ' ')"
+		else
+			record "pcap/$name" FAIL "$(echo "$out" | tr '\n' ' ')"
+			bad=1
+		fi
+	fi
 	if [ $bad = 1 ] || [ $rc != 0 ]; then
 		log "---- tail of $name console"
-		tail -40 "$con" | tr -d '\r'
+		tail -60 "$con" | tr -d '\r'
 		log "----"
 	fi
 }
@@ -256,9 +291,9 @@ log "initramfs $(du -h "$WORK/initramfs.cpio" | cut -f1)"
 
 for b in $BOOTS; do
 	case $b in
-	plain) boot plain 0 "sysfs:regs,linkregs/uio:regs" regs/sysfs linkregs/sysfs regs/uio ;;
-	ref) boot ref 0 "kernel:e2e,flap" e2e/kernel flap/kernel ;;
-	iommu) boot iommu 1 "vfio:regs" regs/vfio ;;
+	plain) boot plain 0 "$PLAN_PLAIN" ;;
+	iommu) boot iommu 1 "$PLAN_IOMMU" ;;
+	ref) boot ref 0 "$PLAN_REF" ;;
 	*) die "unknown boot $b" ;;
 	esac
 done

@@ -231,7 +231,7 @@ func checkSmoke(backend string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ep.Close()
+	closeAfter(ep.Close)
 	tap := newFrameTap(ep.LinkAddress())
 	ep.Attach(tap)
 	if !ep.WaitLink(10 * time.Second) {
@@ -272,7 +272,7 @@ func checkRXFlood(backend string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ep.Close()
+	closeAfter(ep.Close)
 	tap := newFrameTap(ep.LinkAddress())
 	ep.Attach(tap)
 	stop := make(chan struct{})

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -36,9 +38,11 @@ func main() {
 		if err != nil {
 			failed++
 			fmt.Printf("CHECK %s FAIL %v\n", name, err)
+			runClosers(name)
 			continue
 		}
 		fmt.Printf("CHECK %s PASS %s\n", name, detail)
+		runClosers(name)
 	}
 	if failed > 0 {
 		os.Exit(1)
@@ -50,6 +54,35 @@ var tcpImpl string
 
 // pciAddr is the card's PCI address, e.g. 0000:00:02.0; empty finds it.
 var pciAddr string
+
+// closers release what a check opened, after its result line is out.
+var closers []func()
+
+func closeAfter(f func()) { closers = append(closers, f) }
+
+func runClosers(check string) {
+	for i := len(closers) - 1; i >= 0; i-- {
+		closeWithin(closers[i], 10*time.Second, check)
+	}
+	closers = nil
+}
+
+// closeWithin runs closeFn and, if it has not returned within d, prints the
+// check's failure and the goroutines, and exits: a close that hangs leaves
+// the card in an unknown state for the checks after it.
+func closeWithin(closeFn func(), d time.Duration, check string) {
+	done := make(chan struct{})
+	go func() { closeFn(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Printf("GUEST goroutines at the hang:\n%s\n", buf)
+		fmt.Printf("CHECK close/%s FAIL Close did not return within %v after %s\n", strings.SplitN(check, "/", 2)[1], d, check)
+		os.Exit(3)
+	}
+}
 
 func run(check, backend string) (string, error) {
 	switch check {
@@ -66,7 +99,7 @@ func run(check, backend string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		defer e.Close()
+		closeAfter(e.Close)
 		impl := tcpImpl
 		if backend == "kernel" {
 			impl = "linux"

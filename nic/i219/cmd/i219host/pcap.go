@@ -49,16 +49,18 @@ func pcapFrames(r io.Reader) ([][]byte, error) {
 // summary counts what the check needs to see: ARP between the guest and the
 // gateway, and IPv4 TCP and UDP frames per direction.
 type summary struct {
-	frames                  int
-	arpReqFromGuest         int // who-has gw tell guest
-	arpReplyToGuest         int // gw is-at, to the guest's MAC
+	frames          int
+	arpReqFromGuest int // who-has gw tell guest
+	arpReplyToGuest int // gw is-at, to the guest's MAC
+	// per guest address: requests from it and replies to it
+	arpReqFrom, arpReplyTo  map[string]int
 	tcpFromGuest, tcpTo     int
 	udpFromGuest, udpTo     int
 	bytesFromGuest, bytesTo int
 }
 
 func summarize(frames [][]byte, guest net.HardwareAddr, gw net.IP) summary {
-	var s summary
+	s := summary{arpReqFrom: map[string]int{}, arpReplyTo: map[string]int{}}
 	for _, f := range frames {
 		s.frames++
 		if len(f) < 14 {
@@ -81,9 +83,11 @@ func summarize(frames [][]byte, guest net.HardwareAddr, gw net.IP) summary {
 			op := binary.BigEndian.Uint16(a[6:8])
 			if op == 1 && from && bytes.Equal(a[8:14], guest) && net.IP(a[24:28]).Equal(gw) {
 				s.arpReqFromGuest++
+				s.arpReqFrom[net.IP(a[14:18]).String()]++
 			}
 			if op == 2 && to && net.IP(a[14:18]).Equal(gw) && bytes.Equal(a[18:24], guest) {
 				s.arpReplyToGuest++
+				s.arpReplyTo[net.IP(a[24:28]).String()]++
 			}
 		case 0x0800:
 			if len(f) < 34 {
@@ -115,7 +119,7 @@ func pcapCheck(args []string) error {
 	file := fs.String("file", "", "pcap file")
 	mac := fs.String("mac", "52:54:00:12:34:56", "the guest's MAC")
 	gw := fs.String("gw", "10.0.2.2", "slirp's gateway")
-	expect := fs.String("expect", "", "arp, tcp, udp-in (comma-separated)")
+	expect := fs.String("expect", "", "arp, arp@<guest IP>, tcp, udp-in (comma-separated)")
 	fs.Parse(args)
 	hw, err := net.ParseMAC(*mac)
 	if err != nil {
@@ -136,11 +140,11 @@ func pcapCheck(args []string) error {
 	var missing []string
 	for _, e := range strings.Split(*expect, ",") {
 		switch e {
-		case "":
 		case "arp":
 			if s.arpReqFromGuest == 0 || s.arpReplyToGuest == 0 {
 				missing = append(missing, "an ARP request from the guest and the gateway's reply")
 			}
+		case "":
 		case "tcp":
 			if s.tcpFromGuest == 0 || s.tcpTo == 0 {
 				missing = append(missing, "TCP both ways")
@@ -150,7 +154,13 @@ func pcapCheck(args []string) error {
 				missing = append(missing, "UDP to the guest")
 			}
 		default:
-			return fmt.Errorf("unknown expectation %q", e)
+			ip, ok := strings.CutPrefix(e, "arp@")
+			if !ok || net.ParseIP(ip) == nil {
+				return fmt.Errorf("unknown expectation %q", e)
+			}
+			if s.arpReqFrom[ip] == 0 || s.arpReplyTo[ip] == 0 {
+				missing = append(missing, fmt.Sprintf("ARP who-has %s tell %s and its reply (saw %d, %d)", *gw, ip, s.arpReqFrom[ip], s.arpReplyTo[ip]))
+			}
 		}
 	}
 	if len(missing) > 0 {

@@ -60,6 +60,9 @@ func TestSummaryCountsGuestARPExchangeOnly(t *testing.T) {
 	if s.arpReqFromGuest != 1 || s.arpReplyToGuest != 1 {
 		t.Fatalf("request and reply: %+v", s)
 	}
+	if s.arpReqFrom["10.0.2.15"] != 1 || s.arpReplyTo["10.0.2.15"] != 1 || s.arpReqFrom["10.0.2.21"] != 0 {
+		t.Fatalf("per address: %v %v", s.arpReqFrom, s.arpReplyTo)
+	}
 }
 
 func TestPcapFramesKeepsWholeRecordsOfATruncatedFile(t *testing.T) {
