@@ -1,0 +1,317 @@
+//go:build linux
+
+package linuxpeer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrBadConfig reports a path or peer configuration that cannot be run.
+var ErrBadConfig = errors.New("linuxpeer: bad config")
+
+// Dir is one direction of the emulated path.
+type Dir struct {
+	// RateBps is the bottleneck rate in bits/s over the frame bytes
+	// (Ethernet header onward); 0 means no rate limit and no queue.
+	RateBps int64
+	// Delay is the one-way propagation delay added after the bottleneck.
+	Delay time.Duration
+	// Loss is the Bernoulli drop probability per frame. A GSO frame passed
+	// whole is one frame: it loses its whole burst at once.
+	Loss float64
+	// QueueBytes bounds the bottleneck's drop-tail queue; 0 means four
+	// bandwidth-delay products (rate × 2·Delay), at least 256 KiB.
+	QueueBytes int
+}
+
+func (d Dir) validate() error {
+	if d.RateBps < 0 || d.Delay < 0 || d.QueueBytes < 0 || d.Loss < 0 || d.Loss > 1 || math.IsNaN(d.Loss) {
+		return fmt.Errorf("%w: direction %+v: rate, delay and queue must be ≥ 0 and loss in [0,1]", ErrBadConfig, d)
+	}
+	if d.Delay > 10*time.Second {
+		return fmt.Errorf("%w: delay %v over 10 s", ErrBadConfig, d.Delay)
+	}
+	return nil
+}
+
+func (d Dir) queueBytes() int {
+	if d.QueueBytes > 0 {
+		return d.QueueBytes
+	}
+	bdp := int(float64(d.RateBps) / 8 * (2 * d.Delay).Seconds())
+	return max(4*bdp, 256<<10)
+}
+
+// Path is both directions: Out from the stack (or host A) to the kernel
+// peer (host B), In the reverse. Seed fixes the loss draws.
+type Path struct {
+	Out, In Dir
+	Seed    uint64
+}
+
+// Symmetric returns a path with the same rate, delay and loss both ways and
+// rtt split evenly.
+func Symmetric(rateBps int64, rtt time.Duration, loss float64) Path {
+	d := Dir{RateBps: rateBps, Delay: rtt / 2, Loss: loss}
+	return Path{Out: d, In: d, Seed: 1}
+}
+
+// Lateness summarises how late frames left the emulator against their
+// schedule. A run whose P99 is a sizeable part of the RTT measured the
+// machine's load, not the path.
+type Lateness struct {
+	Frames         int64
+	Mean, P50, P99 time.Duration
+	Max            time.Duration
+	Over100us      int64 // frames released more than 100 µs late
+	Over1ms        int64
+}
+
+func (l Lateness) String() string {
+	return fmt.Sprintf("%d frames, lateness mean %v p50 ≤%v p99 ≤%v max %v, >100µs %d, >1ms %d",
+		l.Frames, l.Mean.Round(time.Microsecond), l.P50, l.P99, l.Max.Round(time.Microsecond), l.Over100us, l.Over1ms)
+}
+
+// Late reports whether the run should be rejected: its 99th percentile
+// lateness exceeds limit.
+func (l Lateness) Late(limit time.Duration) bool { return l.P99 > limit }
+
+// DirStats counts one direction of the emulator.
+type DirStats struct {
+	Frames, Bytes        int64 // delivered
+	LossDrops, QueueDrop int64 // dropped by the loss model, by the drop-tail queue
+	Overflow             int64 // dropped because the emulator's own delay line was full
+	OutErrors            int64 // the far side refused the frame
+	Lateness             Lateness
+}
+
+// latency histogram: bucket i counts lateness in [2^(i-1), 2^i) µs, bucket 0
+// below 1 µs.
+const nBuckets = 24
+
+type pipe struct {
+	d        Dir
+	qbytes   int
+	skip     int
+	out      func([]byte) error
+	mu       sync.Mutex
+	rng      *rand.Rand
+	nextFree time.Time
+	q        chan frame
+	stop     chan struct{}
+	done     chan struct{}
+	pool     *bufPool
+
+	frames, bytes, lossDrops, queueDrops, overflow, outErrs atomic.Int64
+	latMu                                                   sync.Mutex
+	hist                                                    [nBuckets]int64
+	latSum, latMax                                          time.Duration
+	latN, over100, over1ms                                  int64
+}
+
+type frame struct {
+	b       *[]byte
+	n       int
+	release time.Time
+}
+
+// delayLineSlots bounds the frames one direction holds in flight.
+const delayLineSlots = 1 << 15
+
+func newPipe(d Dir, seed uint64, skip int, pool *bufPool, out func([]byte) error) *pipe {
+	p := &pipe{
+		d: d, qbytes: d.queueBytes(), skip: skip, out: out, pool: pool,
+		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		q:    make(chan frame, delayLineSlots),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go p.run()
+	return p
+}
+
+// submit schedules a copy of one frame, gathered from parts, through the
+// bottleneck and the delay line. It never blocks: a frame that cannot be
+// held is dropped and counted. The first p.skip bytes (a virtio-net header)
+// do not count towards the rate.
+func (p *pipe) submit(parts ...[]byte) {
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	wire := n - p.skip
+	now := time.Now()
+	p.mu.Lock()
+	if p.d.Loss > 0 && p.rng.Float64() < p.d.Loss {
+		p.mu.Unlock()
+		p.lossDrops.Add(1)
+		return
+	}
+	depart := now
+	if p.d.RateBps > 0 {
+		if p.nextFree.After(now) {
+			backlog := float64(p.nextFree.Sub(now)) * float64(p.d.RateBps) / 8e9
+			if int(backlog)+wire > p.qbytes {
+				p.mu.Unlock()
+				p.queueDrops.Add(1)
+				return
+			}
+			depart = p.nextFree
+		}
+		depart = depart.Add(time.Duration(float64(wire) * 8e9 / float64(p.d.RateBps)))
+		p.nextFree = depart
+	}
+	buf := p.pool.get(n)
+	off := 0
+	for _, b := range parts {
+		off += copy((*buf)[off:], b)
+	}
+	select {
+	case p.q <- frame{b: buf, n: n, release: depart.Add(p.d.Delay)}:
+	default:
+		p.overflow.Add(1)
+		p.pool.put(buf)
+	}
+	p.mu.Unlock()
+}
+
+// run releases frames at their scheduled times. It sleeps with nanosleep on
+// a locked thread with 1 ns timer slack: Go's timers wake about a
+// millisecond late, which would swamp a 2 ms RTT.
+func (p *pipe) run() {
+	defer close(p.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	for {
+		var f frame
+		select {
+		case f = <-p.q:
+		case <-p.stop:
+			return
+		}
+		for {
+			d := time.Until(f.release)
+			if d <= 0 {
+				break
+			}
+			ts := unix.NsecToTimespec(int64(d))
+			unix.Nanosleep(&ts, nil)
+		}
+		late := time.Since(f.release)
+		if err := p.out((*f.b)[:f.n]); err != nil {
+			p.outErrs.Add(1)
+		} else {
+			p.frames.Add(1)
+			p.bytes.Add(int64(f.n - p.skip))
+		}
+		p.pool.put(f.b)
+		p.record(late)
+	}
+}
+
+func (p *pipe) record(late time.Duration) {
+	us := late.Microseconds()
+	i := 0
+	for us > 0 && i < nBuckets-1 {
+		us >>= 1
+		i++
+	}
+	p.latMu.Lock()
+	p.hist[i]++
+	p.latN++
+	p.latSum += late
+	p.latMax = max(p.latMax, late)
+	if late > 100*time.Microsecond {
+		p.over100++
+	}
+	if late > time.Millisecond {
+		p.over1ms++
+	}
+	p.latMu.Unlock()
+}
+
+func (p *pipe) stats() DirStats {
+	s := DirStats{
+		Frames: p.frames.Load(), Bytes: p.bytes.Load(), LossDrops: p.lossDrops.Load(),
+		QueueDrop: p.queueDrops.Load(), Overflow: p.overflow.Load(), OutErrors: p.outErrs.Load(),
+	}
+	p.latMu.Lock()
+	defer p.latMu.Unlock()
+	l := Lateness{Frames: p.latN, Max: p.latMax, Over100us: p.over100, Over1ms: p.over1ms}
+	if p.latN > 0 {
+		l.Mean = p.latSum / time.Duration(p.latN)
+		l.P50 = p.quantile(0.50)
+		l.P99 = p.quantile(0.99)
+	}
+	s.Lateness = l
+	return s
+}
+
+// quantile returns the upper bound of the histogram bucket holding q.
+func (p *pipe) quantile(q float64) time.Duration {
+	want := int64(math.Ceil(q * float64(p.latN)))
+	var acc int64
+	for i, c := range p.hist {
+		acc += c
+		if acc >= want {
+			if i == 0 {
+				return time.Microsecond
+			}
+			return time.Duration(1<<i) * time.Microsecond
+		}
+	}
+	return p.latMax
+}
+
+func (p *pipe) close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+// bufPool recycles frame buffers in two sizes: MTU frames and GSO frames.
+type bufPool struct{ small, large sync.Pool }
+
+const smallBuf = 2048
+const largeBuf = 65536 + 256
+
+func newBufPool() *bufPool {
+	bp := &bufPool{}
+	bp.small.New = func() any { b := make([]byte, smallBuf); return &b }
+	bp.large.New = func() any { b := make([]byte, largeBuf); return &b }
+	return bp
+}
+
+func (bp *bufPool) get(n int) *[]byte {
+	if n <= smallBuf {
+		return bp.small.Get().(*[]byte)
+	}
+	if n <= largeBuf {
+		return bp.large.Get().(*[]byte)
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func (bp *bufPool) put(b *[]byte) {
+	switch cap(*b) {
+	case smallBuf:
+		*b = (*b)[:smallBuf]
+		bp.small.Put(b)
+	case largeBuf:
+		*b = (*b)[:largeBuf]
+		bp.large.Put(b)
+	}
+}

@@ -1,0 +1,146 @@
+//go:build linux
+
+package linuxpeer_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netramp/netramp/nic/linuxpeer"
+	"github.com/netramp/netramp/nic/linuxpeer/peertest"
+	"github.com/netramp/netramp/nic/netns"
+	"github.com/netramp/netramp/stack"
+)
+
+func skipUnlessRoot(t *testing.T) {
+	t.Helper()
+	if err := netns.Check(); err != nil {
+		t.Skipf("skipping: the Linux kernel as peer needs root, /dev/net/tun and iproute2: %v", err)
+	}
+}
+
+func startPeer(t *testing.T, cfg linuxpeer.Config) *linuxpeer.Peer {
+	t.Helper()
+	p, err := linuxpeer.Start(context.Background(), cfg)
+	if errors.Is(err, netns.ErrUnsupported) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("peer close: %v", err)
+		}
+	})
+	return p
+}
+
+// arms are the stacks interop runs against the kernel: gVisor's TCP (the
+// reference) and netramp's.
+var arms = []struct {
+	name   string
+	gvisor bool
+}{{"gvisor-tcp", true}, {"netramp-tcp", false}}
+
+func newStack(t *testing.T, p *linuxpeer.Peer, gvisor bool) *stack.Stack {
+	t.Helper()
+	s, err := stack.New(stack.Options{GVisorTCP: gvisor, NICs: []stack.NIC{{Link: p.Link(), Addr: p.LocalPrefix()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// exchange runs peertest.Exchange on both conns at once and checks n bytes
+// arrived intact each way.
+func exchange(t *testing.T, a, b net.Conn, n int64, deadline time.Time) {
+	t.Helper()
+	a.SetDeadline(deadline)
+	b.SetDeadline(deadline)
+	type out struct {
+		r   peertest.Result
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() { r, err := peertest.Exchange(b, n, 2); ch <- out{r, err} }()
+	ra, erra := peertest.Exchange(a, n, 1)
+	ob := <-ch
+	if err := errors.Join(erra, ob.err); err != nil {
+		t.Fatal(err)
+	}
+	if ra.Received != n || ob.r.Received != n {
+		t.Fatalf("received %d and %d bytes, want %d each way", ra.Received, ob.r.Received, n)
+	}
+	if ra.ReceivedSum != ob.r.SentSum || ob.r.ReceivedSum != ra.SentSum {
+		t.Fatalf("SHA-256 mismatch: a got %x… (b sent %x…), b got %x… (a sent %x…)",
+			ra.ReceivedSum[:6], ob.r.SentSum[:6], ob.r.ReceivedSum[:6], ra.SentSum[:6])
+	}
+}
+
+// TestInteropLinuxKernel64MBEachWay runs 64 MB each way between a stack in
+// this process and the kernel's TCP in a namespace, with the stack dialling
+// and with the kernel dialling, over an emulated 1 ms RTT path; SHA-256 must
+// match both ways.
+func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
+	skipUnlessRoot(t)
+	const n = 64 << 20
+	for _, arm := range arms {
+		t.Run(arm.name, func(t *testing.T) {
+			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(0, time.Millisecond, 0)})
+			s := newStack(t, p, arm.gvisor)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dl, _ := ctx.Deadline()
+
+			t.Run("stack-dials", func(t *testing.T) {
+				ln, err := p.Listen(5001)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				c, err := s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
+				if err != nil {
+					t.Fatalf("stack dial: %v", err)
+				}
+				defer c.Close()
+				k, err := ln.Accept()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer k.Close()
+				start := time.Now()
+				exchange(t, c, k, n, dl)
+				t.Logf("%d MB each way in %v", n>>20, time.Since(start).Round(time.Millisecond))
+			})
+			t.Run("kernel-dials", func(t *testing.T) {
+				ln, err := s.Listen(netip.AddrPortFrom(p.LocalPrefix().Addr(), 5002))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				k, err := p.Dial(ctx, netip.AddrPortFrom(p.LocalPrefix().Addr(), 5002))
+				if err != nil {
+					t.Fatalf("kernel dial: %v", err)
+				}
+				defer k.Close()
+				c, err := ln.Accept()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				start := time.Now()
+				exchange(t, k, c, n, dl)
+				t.Logf("%d MB each way in %v", n>>20, time.Since(start).Round(time.Millisecond))
+			})
+			st := p.Stats()
+			t.Logf("emulator out: %d frames, drops %d/%d/%d; %v", st.Out.Frames, st.Out.LossDrops, st.Out.QueueDrop, st.Out.Overflow, st.Out.Lateness)
+			t.Logf("emulator in:  %d frames, drops %d/%d/%d; %v", st.In.Frames, st.In.LossDrops, st.In.QueueDrop, st.In.Overflow, st.In.Lateness)
+		})
+	}
+}
