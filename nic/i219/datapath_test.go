@@ -190,6 +190,21 @@ func TestPollLoopDeliversAndStops(t *testing.T) {
 	}
 }
 
+func TestInterruptDrivenLoopDelivers(t *testing.T) {
+	dev := fake.New(fake.Options{})
+	p := dev.Platform()
+	p.IRQ = fake.Interrupt{D: dev}
+	ep, err := i219.Open(p, i219.Config{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { ep.Close(); ep.Wait() }()
+	newStack(t, ep)
+	data := []byte("woken by INTx")
+	dev.Inject(fake.RXFrame{Data: echoRequest(3, data)})
+	pump(t, dev, nil, isEchoReply(3, data))
+}
+
 func TestUDPDatagramBothWays(t *testing.T) {
 	dev, ep := open(t, fake.Options{}, i219.Config{RXChecksumOffload: true})
 	s := newStack(t, ep)

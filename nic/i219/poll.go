@@ -16,19 +16,26 @@ func (e *Endpoint) startLoop() {
 	e.started = true
 	go func() {
 		defer close(e.done)
+		ack := false
 		for {
 			select {
 			case <-e.stop:
 				return
 			default:
 			}
-			if e.Poll() > 0 {
+			n := e.Poll()
+			if ack {
+				// Re-arm only after Poll has read ICR: a level-triggered
+				// INTx unmasked earlier would fire again at once.
+				_ = e.plat.IRQ.Ack()
+				ack = false
+			}
+			if n > 0 {
 				continue // more may be waiting: poll again at once
 			}
 			if e.plat.IRQ != nil {
-				if fired, err := e.plat.IRQ.Wait(e.cfg.PollInterval); err == nil && fired {
-					_ = e.plat.IRQ.Ack()
-				}
+				fired, err := e.plat.IRQ.Wait(e.cfg.PollInterval)
+				ack = err == nil && fired
 				continue
 			}
 			e.clk.Sleep(e.cfg.PollInterval)
