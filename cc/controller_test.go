@@ -172,3 +172,52 @@ func TestInitialWindowScalesWithSMSS(t *testing.T) {
 		}
 	}
 }
+
+// rampRounds runs n round trips in which the sender fills cwnd, up to a
+// flight of cardSegs segments when the card's credit ends the opportunity
+// first (0 = no card limit), and the peer acknowledges every stretch segments
+// with one ACK. It returns cwnd at the end.
+func rampRounds(t *testing.T, arm Arm, n, stretch, cardSegs int) int {
+	s := newSim(t, Config{Arm: arm})
+	for r := 0; r < n; r++ {
+		s.advance(2 * ms)
+		if cardSegs > 0 && s.c.Cwnd() > cardSegs*smss {
+			s.send(cardSegs*smss-s.inFlight(), StopCard)
+		} else {
+			s.fill()
+		}
+		for s.inFlight() > 0 {
+			s.ack(min(s.inFlight(), stretch*smss), 2*ms)
+		}
+	}
+	return s.c.Cwnd()
+}
+
+func TestStretchAckedRampIsFasterInArmB(t *testing.T) {
+	// 34 segments an ACK: arm B grows up to 8 segments an ACK (8/34 of a
+	// window per round trip), arm A (RFC 5681's min(N, SMSS)) one segment.
+	a := rampRounds(t, ArmA, 20, 34, 0)
+	b := rampRounds(t, ArmB, 20, 34, 0)
+	if a > 30*smss {
+		t.Fatalf("arm A reached %d segments in 20 round trips, want at most 30", a/smss)
+	}
+	if b < 50*a {
+		t.Fatalf("arm B reached %d segments, arm A %d: want arm B 50 times larger", b/smss, a/smss)
+	}
+}
+
+func TestCardHeldSenderRampsInArmBOnly(t *testing.T) {
+	// The card admits 12 segments an opportunity and the peer ACKs each
+	// segment. Both arms grow from IW 10 to 20 in the first, window-limited,
+	// round trip. Then the card holds the sender at 12 of 20: arm A (room of
+	// 8 segments) grows nothing; arm B (12 ≥ 20/2) grows by the 12 ACKs to 32,
+	// and stops there because 12 < 32/2.
+	a := rampRounds(t, ArmA, 20, 1, 12)
+	b := rampRounds(t, ArmB, 20, 1, 12)
+	if a != 20*smss {
+		t.Fatalf("arm A cwnd %v segments, want 20", float64(a)/smss)
+	}
+	if b != 32*smss {
+		t.Fatalf("arm B cwnd %v segments, want 32", float64(b)/smss)
+	}
+}
