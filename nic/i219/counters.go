@@ -1,6 +1,10 @@
 package i219
 
-import "github.com/netramp/netramp/counters"
+import (
+	"fmt"
+
+	"github.com/netramp/netramp/counters"
+)
 
 // stats are the driver's counters, registered under nic.* in the stack's
 // registry. The hardware statistics registers clear on read, so the driver
@@ -15,24 +19,35 @@ type stats struct {
 	rxUnattached                         *counters.Counter
 }
 
-func newStats(r *counters.Registry) *stats {
-	return &stats{
-		rxFrames:      r.MustRegister("nic.rx.frames", "frames received and handed to the stack"),
-		rxBytes:       r.MustRegister("nic.rx.bytes", "bytes of frames received and handed to the stack"),
-		txFrames:      r.MustRegister("nic.tx.frames", "frames the card reported sent"),
-		txBytes:       r.MustRegister("nic.tx.bytes", "bytes of frames the card reported sent"),
-		txRingFull:    r.MustRegister("nic.tx.ring-full", "frames that found the TX ring full"),
-		txRetries:     r.MustRegister("nic.tx.retries", "short waits for TX descriptors within the per-batch budget"),
-		txDrops:       r.MustRegister("nic.tx.drops", "frames dropped on transmit (ring full past the budget, too long, hang reset)"),
-		txTooLong:     r.MustRegister("nic.tx.too-long", "frames dropped on transmit because they exceed one buffer"),
-		rxErrors:      r.MustRegister("nic.rx.errors", "received frames dropped because the descriptor reported an error"),
-		rxTooLong:     r.MustRegister("nic.rx.too-long", "received frames dropped because they spanned more than one buffer"),
-		rxMissed:      r.MustRegister("nic.rx.missed", "frames the card missed for lack of FIFO room (MPC)"),
-		rxNoBuffer:    r.MustRegister("nic.rx.no-buffer", "times the card found no free RX descriptor (RNBC)"),
-		crcErrors:     r.MustRegister("nic.crc-errors", "frames received with a bad CRC (CRCERRS)"),
-		linkChanges:   r.MustRegister("nic.link.changes", "link up/down transitions seen"),
-		txHangs:       r.MustRegister("nic.tx.hangs", "TX hangs detected (head stalled) and reset"),
-		rxCsumOffload: r.MustRegister("nic.rx.csum-offloaded", "received frames whose checksums the card validated"),
-		rxUnattached:  r.MustRegister("nic.rx.unattached", "received frames dropped because no stack was attached"),
+// newStats registers the counters; a name already registered with another
+// doc is an error (a caller's registry clash), not a panic.
+func newStats(r *counters.Registry) (*stats, error) {
+	var first error
+	reg := func(name, doc string) *counters.Counter {
+		c, err := r.Register(name, doc)
+		if err != nil && first == nil {
+			first = fmt.Errorf("%w: counter %s: %v", ErrConfig, name, err)
+		}
+		return c
 	}
+	st := &stats{
+		rxFrames:      reg("nic.rx.frames", "frames received and handed to the stack"),
+		rxBytes:       reg("nic.rx.bytes", "bytes of frames received and handed to the stack"),
+		txFrames:      reg("nic.tx.frames", "frames the card reported sent"),
+		txBytes:       reg("nic.tx.bytes", "bytes of frames the card reported sent"),
+		txRingFull:    reg("nic.tx.ring-full", "frames that found the TX ring full"),
+		txRetries:     reg("nic.tx.retries", "short waits for TX descriptors within the per-batch budget"),
+		txDrops:       reg("nic.tx.drops", "frames dropped on transmit (ring full past the budget, too long, hang reset)"),
+		txTooLong:     reg("nic.tx.too-long", "frames dropped on transmit because they exceed one buffer"),
+		rxErrors:      reg("nic.rx.errors", "received frames dropped because the descriptor reported an error"),
+		rxTooLong:     reg("nic.rx.too-long", "received frames dropped because they spanned more than one buffer"),
+		rxMissed:      reg("nic.rx.missed", "frames the card missed for lack of FIFO room (MPC)"),
+		rxNoBuffer:    reg("nic.rx.no-buffer", "times the card found no free RX descriptor (RNBC)"),
+		crcErrors:     reg("nic.crc-errors", "frames received with a bad CRC (CRCERRS)"),
+		linkChanges:   reg("nic.link.changes", "link up/down transitions seen"),
+		txHangs:       reg("nic.tx.hangs", "TX hangs detected (head stalled) and reset"),
+		rxCsumOffload: reg("nic.rx.csum-offloaded", "received frames whose checksums the card validated"),
+		rxUnattached:  reg("nic.rx.unattached", "received frames dropped because no stack was attached"),
+	}
+	return st, first
 }

@@ -163,7 +163,9 @@ func Open(p Platform, cfg Config) (*Endpoint, error) {
 	} else {
 		e.spin = e.clk.Sleep
 	}
-	e.st = newStats(cfg.Counters)
+	if e.st, err = newStats(cfg.Counters); err != nil {
+		return nil, err
+	}
 	e.d = dev{regs: p.Regs, cfg: p.Config, clk: e.clk, variant: v, deviceID: devID, m: newRegMap(v), useIRQ: p.IRQ != nil}
 
 	if e.tx.descRing, err = newDescRing(p.DMA, cfg.TXDescriptors); err != nil {

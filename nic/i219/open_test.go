@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic/i219"
 	"github.com/netramp/netramp/nic/i219/fake"
 )
@@ -63,4 +64,17 @@ func TestNoMACRefused(t *testing.T) {
 	if _, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true}); err == nil {
 		t.Fatal("Open succeeded on an I219 with no MAC in RAL0/RAH0")
 	}
+}
+
+func TestCounterClashIsAnErrorNotAPanic(t *testing.T) {
+	r := counters.NewRegistry()
+	r.MustRegister("nic.tx.drops", "something else entirely")
+	dev := fake.New(fake.Options{})
+	if _, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true, Counters: r}); !errors.Is(err, i219.ErrConfig) {
+		t.Fatalf("Open = %v, want ErrConfig", err)
+	}
+	// Two cards may share one registry: same names, same docs.
+	shared := counters.NewRegistry()
+	open(t, fake.Options{}, i219.Config{Counters: shared})
+	open(t, fake.Options{}, i219.Config{Counters: shared})
 }
