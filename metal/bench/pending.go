@@ -20,7 +20,3 @@ func (a *pendingArm) Describe() map[string]string   { return map[string]string{}
 func (a *pendingArm) RunRow(context.Context, RowSpec) ([]report.Conn, error) {
 	return nil, errors.New(a.why)
 }
-
-func newLinuxArm() Arm {
-	return &pendingArm{tb: Real, why: "this build has no TAP peer yet (nic/tap)"}
-}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package bench
+
+// newLinuxArm: the kernel-as-peer arm needs Linux namespaces and TUN devices.
+func newLinuxArm() Arm {
+	return &pendingArm{tb: Real, why: "the Linux arm needs a Linux host (namespaces and TUN devices)"}
+}
