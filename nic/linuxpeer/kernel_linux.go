@@ -131,3 +131,23 @@ func newKernel(tag string, addr netip.Addr, cc string, tcpMem int) (*Kernel, err
 	}
 	return k, nil
 }
+
+// CongestionControlOf returns the congestion control a kernel socket runs.
+func CongestionControlOf(c net.Conn) (string, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return "", fmt.Errorf("%w: %T is not a kernel socket", ErrBadConfig, c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return "", err
+	}
+	var name string
+	var gerr error
+	if err := rc.Control(func(fd uintptr) {
+		name, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil {
+		return "", err
+	}
+	return name, gerr
+}
