@@ -62,10 +62,11 @@ func newDescRing(a DMAAllocator, n int) (descRing, error) {
 // One descriptor carries one frame.
 type txRing struct {
 	descRing
-	bufs *slab
-	tail int // next slot the driver fills (mirrors TDT)
-	head int // oldest slot not yet reclaimed
-	used int // slots filled and not yet reclaimed
+	bufs      *slab
+	tail      int // next slot the driver fills
+	published int // tail as last written to TDT
+	head      int // oldest slot not yet reclaimed
+	used      int // slots filled and not yet reclaimed
 }
 
 func (r *txRing) desc(i int) txDesc { return txDesc(r.mem[i*descSize : (i+1)*descSize]) }
@@ -74,9 +75,9 @@ func (r *txRing) desc(i int) txDesc { return txDesc(r.mem[i*descSize : (i+1)*des
 // that TDT never catches up with TDH (equal means empty to the card).
 func (r *txRing) free() int { return r.n - 1 - r.used }
 
-// put copies one frame into the next slot and returns the new tail; the
-// caller writes it to TDT.
-func (r *txRing) put(frame [][]byte) int {
+// put copies one frame into the next slot; the caller publishes the new
+// tail to TDT.
+func (r *txRing) put(frame [][]byte) {
 	i := r.tail
 	buf := r.bufs.mem[i]
 	n := 0
@@ -86,7 +87,6 @@ func (r *txRing) put(frame [][]byte) int {
 	r.desc(i).set(r.bufs.bus[i], n, txCmdEOP|txCmdIFCS|txCmdRS)
 	r.tail = (i + 1) % r.n
 	r.used++
-	return r.tail
 }
 
 // reclaim frees the slots the card has finished (DD written back) and
@@ -108,7 +108,7 @@ func (r *txRing) reclaim() (frames, bytes int) {
 // reset forgets every slot, as after a unit reset (the card restarts at 0).
 func (r *txRing) reset() {
 	clear(r.mem)
-	r.tail, r.head, r.used = 0, 0, 0
+	r.tail, r.head, r.used, r.published = 0, 0, 0, 0
 }
 
 // rxRing is the extended RX ring. The card fills from head; the clean-up
