@@ -8,6 +8,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 
 	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/tcp/internal/reasm"
 )
 
 // bufferBuilder gathers payload parts into one gVisor buffer.
@@ -86,6 +87,9 @@ func (e *endpoint) dataOptions(dst []byte, withSACK bool) []byte {
 		if e.dsack != nil {
 			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, e.dsack.Start)), End: seqnum.Value(wire(e.irs, e.dsack.End))}
 			k++
+		}
+		if cap(e.sackBlocks) < 4 {
+			e.sackBlocks = make([]reasm.Range, 0, 4)
 		}
 		e.sackBlocks = e.ooo.Blocks(e.sackBlocks[:0:4])
 		for _, r := range e.sackBlocks {
