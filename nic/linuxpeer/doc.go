@@ -10,3 +10,8 @@
 // a run on an overloaded machine. Addresses come from 198.18.0.0/15 (RFC
 // 2544 §C.2.2) and exist only inside the namespaces this package creates.
 package linuxpeer
+
+import "errors"
+
+// ErrBadConfig reports a path, peer or ramp configuration that cannot be run.
+var ErrBadConfig = errors.New("linuxpeer: bad config")

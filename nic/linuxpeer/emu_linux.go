@@ -3,7 +3,6 @@
 package linuxpeer
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,9 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// ErrBadConfig reports a path or peer configuration that cannot be run.
-var ErrBadConfig = errors.New("linuxpeer: bad config")
 
 // Dir is one direction of the emulated path.
 type Dir struct {
