@@ -1,6 +1,7 @@
 package i219
 
 import (
+	"fmt"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -38,7 +39,11 @@ func (e *Endpoint) startLoop() {
 				ack = err == nil && fired
 				continue
 			}
-			e.clk.Sleep(e.cfg.PollInterval)
+			if e.cfg.BusyPoll {
+				e.spin(e.cfg.PollInterval)
+			} else {
+				e.clk.Sleep(e.cfg.PollInterval)
+			}
 		}
 	}()
 }
@@ -132,7 +137,10 @@ func (e *Endpoint) resetUnit() {
 	e.rxMu.Lock()
 	e.txMu.Lock()
 	e.st.txDrops.Add(uint64(e.tx.used))
-	_ = e.bringUp()
+	if err := e.bringUp(); err != nil {
+		err = fmt.Errorf("i219: reset after a TX hang failed: %w", err)
+		e.failed.Store(&err)
+	}
 	e.txMu.Unlock()
 	e.rxMu.Unlock()
 	e.notifyWaiters()
@@ -150,8 +158,7 @@ func (e *Endpoint) pollRX() int {
 		e.rxMu.Unlock()
 		return 0
 	}
-	var out []*stack.PacketBuffer
-	var protos []tcpip.NetworkProtocolNumber
+	out, protos := e.rxOut[:0], e.rxProto[:0]
 	r := &e.rx
 	n := 0
 	for n < e.cfg.PollBatch {
@@ -188,6 +195,7 @@ func (e *Endpoint) pollRX() int {
 	if n > 0 {
 		e.d.wr(regRDT, uint32(r.tail))
 	}
+	e.rxOut, e.rxProto = out, protos // reused by the next pass
 	e.rxMu.Unlock()
 
 	e.mu.RLock()
@@ -200,6 +208,7 @@ func (e *Endpoint) pollRX() int {
 			disp.DeliverNetworkPacket(protos[i], pkt)
 		}
 		pkt.DecRef()
+		out[i] = nil
 	}
 	return n
 }

@@ -1,6 +1,7 @@
 package i219_test
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -228,5 +229,26 @@ func TestRingWrapsManyTimes(t *testing.T) {
 	}
 	if got != 1000 || counter(ep, "nic.tx.frames") != 1000 || counter(ep, "nic.tx.drops") != 0 {
 		t.Fatalf("sent %d, counted %d, dropped %d", got, counter(ep, "nic.tx.frames"), counter(ep, "nic.tx.drops"))
+	}
+}
+
+// TestFailedHangResetReportedAndFramesDropped: when the reset after a TX
+// hang cannot take the semaphore, Err says so and later frames are counted
+// drops, not writes to a card in an unknown state.
+func TestFailedHangResetReportedAndFramesDropped(t *testing.T) {
+	dev, ep := open(t, fake.Options{}, i219.Config{})
+	dev.StallTX(true)
+	writeFrames(t, ep, frames(1, 60))
+	dev.MEGrabSWFlag(1 << 30)
+	for i := 0; i < 30 && ep.Err() == nil; i++ {
+		dev.Clk.Advance(200 * time.Millisecond)
+		ep.Poll()
+	}
+	if !errors.Is(ep.Err(), i219.ErrSemaphore) {
+		t.Fatalf("Err() = %v, want ErrSemaphore", ep.Err())
+	}
+	drops := counter(ep, "nic.tx.drops")
+	if n := writeFrames(t, ep, frames(2, 60)); n != 0 || counter(ep, "nic.tx.drops") != drops+2 {
+		t.Fatalf("queued %d on a failed card; drops %d -> %d", n, drops, counter(ep, "nic.tx.drops"))
 	}
 }

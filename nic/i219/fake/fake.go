@@ -879,6 +879,14 @@ func (d *Device) SetCable(up bool) {
 	d.runTX()
 }
 
+// MEGrabSWFlag makes the ME take the semaphore for the next n reads of
+// EXTCNF_CTRL.
+func (d *Device) MEGrabSWFlag(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.meHolds = n
+}
+
 // StallTX stops (or resumes) the transmit engine: TDH stays put, as in the
 // I219's TX hang.
 func (d *Device) StallTX(stalled bool) {
