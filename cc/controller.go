@@ -440,9 +440,10 @@ func (c *Controller) maybeEndRecovery(sndUna uint64) {
 }
 
 // OnRTO handles a retransmission timeout (RFC 9438 §4.8): ssthresh from the
-// flight as in §4.6 (once per episode, RFC 5681 §3.1's repeated-timeout
-// rule), cwnd to the loss window of one SMSS, RFC 5681 slow start to
-// ssthresh, then congestion avoidance with K = 0 and W_max = W_est = cwnd.
+// flight as in §4.6, cwnd to the loss window of one SMSS, RFC 5681 slow start
+// to ssthresh, then congestion avoidance with K = 0 and W_max = W_est = cwnd.
+// ssthresh is held on a repeated timeout (RFC 5681 §3.1) and on a timeout
+// inside a fast recovery, whose loss has already reduced it once.
 func (c *Controller) OnRTO(now time.Duration, inFlight int) {
 	if !c.fastRecovery && !c.rtoEpisode {
 		c.save()
