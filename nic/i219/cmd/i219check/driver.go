@@ -107,7 +107,14 @@ func (d *driverEnv) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, er
 func (d *driverEnv) LinkUp() bool     { return d.ep.LinkUp() }
 func (d *driverEnv) SeesLink() bool   { return true }
 func (d *driverEnv) Counters() string { return nicCounters(d.reg) }
-func (d *driverEnv) Close()           { d.s.Close() }
+
+// Close stops the driver's poll loop before closing the stack: gVisor's
+// Stack.Wait waits on each link endpoint before it closes it, and the
+// endpoint's Wait lasts until its loop is stopped.
+func (d *driverEnv) Close() {
+	d.ep.Stop()
+	d.s.Close()
+}
 
 // frameTap is a NetworkDispatcher that keeps what the checks look for: ARP
 // replies from the gateway and UDP datagrams to port 9.
