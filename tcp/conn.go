@@ -411,6 +411,7 @@ func (e *endpoint) newChild(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 	if c.tsOK {
 		c.tsRecent = so.TSVal
 		c.tsRecentT = now
+		c.tsRecentSet = true
 	}
 	c.initConn()
 	c.parent = e

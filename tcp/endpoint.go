@@ -115,6 +115,7 @@ type endpoint struct {
 	tsOffset    uint32
 	tsRecent    uint32 // TS.Recent (RFC 7323 §4.3)
 	tsRecentT   time.Duration
+	tsRecentSet bool
 	lastAckSent uint64 // Last.ACK.sent (RFC 7323 §4.3)
 
 	// send side

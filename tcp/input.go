@@ -86,6 +86,10 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 		e.handleListen(id, pkt, &s)
 	} else {
 		e.handleSegment(&s)
+		// Checks that drop a segment may still owe the peer an ACK.
+		if e.ackNow && (e.state.synchronized() || e.state == StateSynRcvd) {
+			e.sendAck()
+		}
 	}
 	e.unlock()
 }
@@ -119,7 +123,7 @@ func (e *endpoint) handleSegment(s *segment) {
 		}
 		return
 	}
-	if e.tsOK && opts.TS && !s.has(header.TCPFlagRst) && e.tsRecentT != 0 && int32(opts.TSVal-e.tsRecent) < 0 &&
+	if e.tsOK && opts.TS && !s.has(header.TCPFlagRst) && e.tsRecentSet && int32(opts.TSVal-e.tsRecent) < 0 &&
 		now-e.tsRecentT < 24*24*time.Hour {
 		e.p.st.dropPAWS.Inc()
 		e.ackNow = true
@@ -204,6 +208,7 @@ func (e *endpoint) handleSegment(s *segment) {
 	if e.tsOK && opts.TS && segOff <= e.lastAckSent {
 		e.tsRecent = opts.TSVal
 		e.tsRecentT = now
+		e.tsRecentSet = true
 	}
 
 	if e.state == StateSynRcvd {
@@ -418,6 +423,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	if e.rtoEpisode && e.sndUna >= e.recoverPt {
 		e.rtoEpisode = false
 	}
+	e.q.SetInRecovery(e.inRecovery || e.rtoEpisode)
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()
 		e.tlpArmed = false
@@ -436,6 +442,7 @@ func (e *endpoint) enterRecovery(now time.Duration) {
 	e.undoable = true
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
+	e.q.SetInRecovery(true)
 }
 
 // growSendBuffer lets the send queue follow the window in use: twice cwnd
@@ -606,6 +613,7 @@ func (e *endpoint) handleSynSent(s *segment, now time.Duration) {
 	if e.tsOK {
 		e.tsRecent = so.TSVal
 		e.tsRecentT = now
+		e.tsRecentSet = true
 	}
 	e.lastRecv = now
 	if ackOK {
@@ -746,6 +754,7 @@ func (e *endpoint) onRetransmitTimer() {
 	e.recoverPt = e.sndNxt
 	e.undoable = true
 	e.retransTS = e.tsVal()
+	e.q.SetInRecovery(true)
 	e.output()
 	// output may not have resent anything (card stop); the timer stays.
 	e.tRtx.arm(e.est.RTO())

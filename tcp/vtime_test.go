@@ -345,3 +345,21 @@ func TestTwoPercentLossStillDeliversEverything(t *testing.T) {
 		t.Error("2% loss caused no SACK recovery")
 	}
 }
+
+func TestT14PresetRunsCardLimitedWithoutRefusals(t *testing.T) {
+	cfg, err := wire.Preset("t14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AtoB.TxRing = 16 // a small ring, so the card ends opportunities
+	p := newVPair(t, cfg, tcp.Options{}, tcp.Options{}, 5)
+	d, _ := p.transfer(t, 16<<20, 60*time.Second)
+	s := p.ra.Snapshot()
+	t.Logf("16 MB on t14 with a 16-slot ring in %v: card stops %d, refusals %d", d, s["tcp.card-stops"], s["tcp.card-refusals"])
+	if s["tcp.card-stops"] == 0 {
+		t.Error("a 16-slot TX ring never ended a send opportunity")
+	}
+	if s["tcp.card-refusals"] != 0 {
+		t.Errorf("the sender wrote %d segments the card had no credit for", s["tcp.card-refusals"])
+	}
+}

@@ -1,0 +1,394 @@
+package tcp_test
+
+import (
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/tcp"
+)
+
+func TestSynAckAgreesToEveryOfferedOption(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	h.listen(80, 8)
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1200, 4, true, true, 777)})
+	sa := h.one()
+	so := sa.synOpts()
+	if !sa.has(header.TCPFlagSyn|header.TCPFlagAck) || sa.ack != 2 {
+		t.Fatalf("not a SYN-ACK of seq 1: %+v", sa)
+	}
+	if so.MSS != 1460 {
+		t.Errorf("MSS %d, want 1460 (MTU 1500)", so.MSS)
+	}
+	if so.WS != 7 {
+		t.Errorf("window scale %d, want 7 (6 MiB receive buffer)", so.WS)
+	}
+	if !so.SACKPermitted {
+		t.Error("SACK-permitted missing")
+	}
+	if !so.TS || so.TSEcr != 777 {
+		t.Errorf("timestamps: TS %v, echo %d, want echo 777", so.TS, so.TSEcr)
+	}
+}
+
+func TestSynAckOffersNothingThePeerDidNotOffer(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	h.listen(80, 8)
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1200, -1, false, false, 0)})
+	so := h.one().synOpts()
+	if so.WS != -1 || so.SACKPermitted || so.TS {
+		t.Errorf("SYN-ACK offers options the SYN lacked: %+v", so)
+	}
+}
+
+func TestWindowIsScaledOnlyAfterTheHandshake(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 2, true, false, 0))
+	c.send(header.TCPFlagAck|header.TCPFlagPsh, make([]byte, 100))
+	h.clk.RunFor(time.Second) // delayed ACK
+	a := h.one()
+	// 128 KiB initial buffer less 100 unread bytes, scaled by 2^7.
+	want := uint16((128<<10 - 100 + 127) >> 7)
+	if a.wnd != want && a.wnd != want-1 {
+		t.Errorf("window field %d, want about %d (scaled by 7)", a.wnd, want)
+	}
+}
+
+func TestPAWSDropsSegmentWithOldTimestamp(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, true, 100))
+	c.send(header.TCPFlagAck|header.TCPFlagPsh, []byte("fresh"))
+	h.clk.RunFor(time.Second)
+	h.out()
+	// Same sequence space, older timestamp: PAWS (RFC 7323 §5.3).
+	old := pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck | header.TCPFlagPsh,
+		wnd: 65535, opts: tsOption(c.peerTS-50, c.hostTS), payload: []byte("stale")}
+	h.inject(old)
+	a := h.one()
+	if a.ack != c.peerNxt {
+		t.Errorf("ACK %d after a PAWS drop, want %d (data not accepted)", a.ack, c.peerNxt)
+	}
+	if got := h.count("tcp.drops.paws"); got != 1 {
+		t.Errorf("tcp.drops.paws = %d, want 1", got)
+	}
+	b, _ := c.read(t)
+	if string(b) != "fresh" {
+		t.Errorf("read %q, want only the fresh bytes", b)
+	}
+}
+
+func TestInWindowRSTGetsChallengeAckAndExactRSTResets(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 100, flags: header.TCPFlagRst})
+	a := h.one()
+	if !a.has(header.TCPFlagAck) || a.has(header.TCPFlagRst) || a.ack != c.peerNxt {
+		t.Fatalf("in-window RST: want challenge ACK of %d, got %+v", c.peerNxt, a)
+	}
+	if s := tcp.State(c.ep.State()); s != tcp.StateEstablished {
+		t.Fatalf("state %v after an in-window RST, want ESTABLISHED", s)
+	}
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, flags: header.TCPFlagRst})
+	h.none()
+	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
+		t.Fatalf("state %v after an exact RST, want CLOSED", s)
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("read after reset succeeded")
+	} else if _, ok := err.(*tcpip.ErrConnectionReset); !ok {
+		t.Fatalf("read after reset: %v, want connection reset", err)
+	}
+}
+
+func TestSYNOnEstablishedConnectionGetsChallengeAck(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 5, flags: header.TCPFlagSyn, wnd: 65535})
+	a := h.one()
+	if a.has(header.TCPFlagRst) || a.ack != c.peerNxt {
+		t.Fatalf("want challenge ACK of %d, got %+v", c.peerNxt, a)
+	}
+	if tcp.State(c.ep.State()) != tcp.StateEstablished {
+		t.Fatal("a SYN reset the connection")
+	}
+}
+
+func TestAckOfUnsentDataIsDroppedAndAnswered(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + 5000, flags: header.TCPFlagAck | header.TCPFlagPsh,
+		wnd: 65535, payload: []byte("x")})
+	a := h.one()
+	if a.ack != c.peerNxt {
+		t.Errorf("ACK %d, want %d: data with a bad ACK must be dropped", a.ack, c.peerNxt)
+	}
+	if h.count("tcp.drops.bad-ack") != 1 {
+		t.Errorf("tcp.drops.bad-ack = %d", h.count("tcp.drops.bad-ack"))
+	}
+}
+
+func TestZeroWindowHoldsDataAndProbes(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 0, true, false, 0))
+	// The peer closes its window.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 0})
+	c.write(t, make([]byte, 3000))
+	h.none()
+	h.clk.RunFor(1500 * time.Millisecond)
+	probes := h.out()
+	if len(probes) == 0 {
+		t.Fatal("no zero-window probe after 1.5 s")
+	}
+	for _, p := range probes {
+		if len(p.payload) != 0 || p.seq != c.hostNxt-1 {
+			t.Fatalf("probe %+v: want an empty segment at SND.UNA-1 (%d)", p, c.hostNxt-1)
+		}
+	}
+	// The window opens: the data goes.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 65535})
+	n := 0
+	for _, s := range h.out() {
+		n += len(s.payload)
+	}
+	// Nagle holds the runt until the full segments are acknowledged.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + uint32(n), flags: header.TCPFlagAck, wnd: 65535})
+	for _, s := range h.out() {
+		n += len(s.payload)
+	}
+	if n != 3000 {
+		t.Fatalf("sent %d bytes after the window opened, want 3000", n)
+	}
+}
+
+func TestFinInEstablishedMovesToCloseWaitAndReadsEOF(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.send(header.TCPFlagAck|header.TCPFlagPsh|header.TCPFlagFin, []byte("bye"))
+	a := h.one()
+	if a.ack != c.peerNxt {
+		t.Fatalf("FIN acked at %d, want %d", a.ack, c.peerNxt)
+	}
+	if s := tcp.State(c.ep.State()); s != tcp.StateCloseWait {
+		t.Fatalf("state %v, want CLOSE-WAIT", s)
+	}
+	if b, _ := c.read(t); string(b) != "bye" {
+		t.Fatalf("read %q", b)
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("no EOF after FIN")
+	} else if _, ok := err.(*tcpip.ErrClosedForReceive); !ok {
+		t.Fatalf("read after FIN: %v, want ErrClosedForReceive", err)
+	}
+	// Our close sends FIN (LAST-ACK); its ACK closes.
+	c.ep.Close()
+	f := h.one()
+	if !f.has(header.TCPFlagFin) || f.seq != c.hostNxt {
+		t.Fatalf("want FIN at %d, got %+v", c.hostNxt, f)
+	}
+	if s := tcp.State(c.ep.State()); s != tcp.StateLastAck {
+		t.Fatalf("state %v, want LAST-ACK", s)
+	}
+	c.hostNxt++
+	c.send(header.TCPFlagAck, nil)
+	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
+		t.Fatalf("state %v, want CLOSED", s)
+	}
+}
+
+func TestActiveCloseGoesThroughFinWaitToTimeWait(t *testing.T) {
+	h := newHarness(t, tcp.Options{TimeWait: 2 * time.Second})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.ep.Shutdown(tcpip.ShutdownWrite)
+	f := h.one()
+	if !f.has(header.TCPFlagFin) {
+		t.Fatalf("no FIN: %+v", f)
+	}
+	if s := tcp.State(c.ep.State()); s != tcp.StateFinWait1 {
+		t.Fatalf("state %v, want FIN-WAIT-1", s)
+	}
+	c.hostNxt++
+	c.send(header.TCPFlagAck, nil)
+	if s := tcp.State(c.ep.State()); s != tcp.StateFinWait2 {
+		t.Fatalf("state %v, want FIN-WAIT-2", s)
+	}
+	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
+	if a := h.one(); a.ack != c.peerNxt {
+		t.Fatalf("FIN not acked: %+v", a)
+	}
+	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
+		t.Fatalf("state %v, want TIME-WAIT", s)
+	}
+	h.clk.RunFor(3 * time.Second)
+	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
+		t.Fatalf("state %v after 2·MSL, want CLOSED", s)
+	}
+}
+
+func TestSimultaneousCloseGoesThroughClosing(t *testing.T) {
+	h := newHarness(t, tcp.Options{TimeWait: time.Second})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.ep.Shutdown(tcpip.ShutdownWrite)
+	h.one() // our FIN
+	// The peer's FIN crosses ours (it does not ack our FIN).
+	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
+	h.one()
+	if s := tcp.State(c.ep.State()); s != tcp.StateClosing {
+		t.Fatalf("state %v, want CLOSING", s)
+	}
+	c.hostNxt++
+	c.send(header.TCPFlagAck, nil)
+	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
+		t.Fatalf("state %v, want TIME-WAIT", s)
+	}
+}
+
+func TestSegmentToNoListenerGetsRST(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	h.inject(pseg{srcPort: peerPort, dstPort: 99, seq: 500, flags: header.TCPFlagSyn, wnd: 1000})
+	r := h.one()
+	if !r.has(header.TCPFlagRst|header.TCPFlagAck) || r.ack != 501 || r.seq != 0 {
+		t.Fatalf("want RST/ACK 501 for a SYN to a closed port, got %+v", r)
+	}
+	h.inject(pseg{srcPort: peerPort, dstPort: 99, seq: 500, ack: 9999, flags: header.TCPFlagAck, wnd: 1000})
+	r = h.one()
+	if !r.has(header.TCPFlagRst) || r.has(header.TCPFlagAck) || r.seq != 9999 {
+		t.Fatalf("want RST seq 9999 for an ACK to a closed port, got %+v", r)
+	}
+	h.inject(pseg{srcPort: peerPort, dstPort: 99, seq: 500, flags: header.TCPFlagRst})
+	h.none()
+}
+
+func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	l, _ := h.listen(80, 1) // SYN queue of 8
+	for i := 0; i < 8; i++ {
+		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
+			opts: synOptions(1460, 7, true, true, 1)})
+	}
+	if n := len(h.out()); n != 8 {
+		t.Fatalf("%d SYN-ACKs for 8 SYNs", n)
+	}
+	if h.count("tcp.syn-cookies.sent") != 0 {
+		t.Fatal("cookies before the queue was full")
+	}
+	h.inject(pseg{srcPort: 31000, dstPort: 80, seq: 70, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1400, 7, true, true, 1)})
+	ck := h.one()
+	if h.count("tcp.syn-cookies.sent") != 1 {
+		t.Fatal("ninth SYN did not get a cookie")
+	}
+	if so := ck.synOpts(); so.WS != -1 || so.TS || so.SACKPermitted {
+		t.Errorf("cookie SYN-ACK offers options it cannot remember: %+v", so)
+	}
+	// The cookie's ACK completes the connection (the backlog of 1 has room).
+	h.inject(pseg{srcPort: 31000, dstPort: 80, seq: 71, ack: ck.seq + 1, flags: header.TCPFlagAck, wnd: 65535})
+	if h.count("tcp.syn-cookies.accepted") != 1 {
+		t.Fatalf("cookie ACK not accepted")
+	}
+	ep, _, err := l.Accept(nil)
+	if err != nil {
+		t.Fatalf("accept of the cookie connection: %v", err)
+	}
+	ra, _ := ep.GetRemoteAddress()
+	if ra.Port != 31000 {
+		t.Fatalf("accepted the wrong connection: %+v", ra)
+	}
+	// A forged cookie is answered with a RST, not a connection.
+	h.inject(pseg{srcPort: 31001, dstPort: 80, seq: 71, ack: 12345, flags: header.TCPFlagAck, wnd: 65535})
+	if r := h.one(); !r.has(header.TCPFlagRst) {
+		t.Fatalf("forged cookie: want RST, got %+v", r)
+	}
+}
+
+// TestCardRefusalIsNotCountedInFlight: segments the link refuses were never
+// sent, so when credit returns they go as first transmissions at the same
+// sequence numbers, not as retransmissions, and nothing is counted lost.
+func TestCardRefusalIsNotCountedInFlight(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.link.refuse = true
+	c.write(t, make([]byte, 4000))
+	if h.link.refused == 0 {
+		t.Fatal("the link refused nothing")
+	}
+	if got := h.count("tcp.card-refusals"); got == 0 {
+		t.Fatal("tcp.card-refusals not counted")
+	}
+	if got := h.count("tcp.sent.bytes"); got != 0 {
+		t.Fatalf("tcp.sent.bytes = %d for refused segments", got)
+	}
+	// An RTO's worth of time: nothing was in flight, so nothing times out.
+	h.clk.RunFor(3 * time.Second)
+	if got := h.count("tcp.rto"); got != 0 {
+		t.Fatalf("%d RTOs for data that was never sent", got)
+	}
+	h.link.release()
+	segs := h.out()
+	// Nagle holds the runt until the full segments are acknowledged.
+	sent := uint32(0)
+	for _, s := range segs {
+		sent += uint32(len(s.payload))
+	}
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + sent, flags: header.TCPFlagAck, wnd: 65535})
+	segs = append(segs, h.out()...)
+	n := 0
+	next := c.hostNxt
+	for _, s := range segs {
+		if len(s.payload) == 0 {
+			continue
+		}
+		if s.seq != next {
+			t.Fatalf("segment at %d, want %d: refused data was skipped", s.seq, next)
+		}
+		next += uint32(len(s.payload))
+		n += len(s.payload)
+	}
+	if n != 4000 {
+		t.Fatalf("sent %d bytes after credit returned, want 4000", n)
+	}
+	if got := h.count("tcp.retransmitted.bytes"); got != 0 {
+		t.Fatalf("tcp.retransmitted.bytes = %d: refused data was treated as sent", got)
+	}
+	if got := h.count("tcp.sent.bytes"); got != 4000 {
+		t.Fatalf("tcp.sent.bytes = %d, want 4000", got)
+	}
+}
+
+func TestMalformedHeadersAreCountedNotFatal(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, true, 1))
+	base := pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 100}
+	// Data offset below 5 words.
+	h.injectRaw(base, func(th header.TCP) bool { th.SetDataOffset(8); return true })
+	// Data offset beyond the segment.
+	h.injectRaw(base, func(th header.TCP) bool { th[12] = 15 << 4; return true })
+	// A bad checksum.
+	h.injectRaw(base, func(th header.TCP) bool { th.SetChecksum(th.Checksum() + 1); return false })
+	// Options overrunning the header: a SACK option claiming 34 bytes.
+	bad := base
+	bad.opts = []byte{header.TCPOptionSACK, 34, 0, 0, 0, 0, 0, 0, 0, 0}
+	h.inject(bad)
+	// SACK blocks outside (SND.UNA, SND.NXT].
+	sack := base
+	sack.opts = make([]byte, 20)
+	nn := header.EncodeNOP(sack.opts)
+	nn += header.EncodeNOP(sack.opts[nn:])
+	nn += header.EncodeSACKBlocks([]header.SACKBlock{{Start: 5, End: 90000}}, sack.opts[nn:])
+	sack.opts = sack.opts[:nn]
+	h.inject(sack)
+	if tcp.State(c.ep.State()) != tcp.StateEstablished {
+		t.Fatal("hostile segments broke the connection")
+	}
+	if h.count("tcp.drops.malformed") < 1 || h.count("tcp.checksum-errors") != 1 || h.count("tcp.drops.bad-sack") != 1 {
+		t.Errorf("counters: malformed %d, checksum %d, bad-sack %d", h.count("tcp.drops.malformed"),
+			h.count("tcp.checksum-errors"), h.count("tcp.drops.bad-sack"))
+	}
+	c.send(header.TCPFlagAck|header.TCPFlagPsh, []byte("still fine"))
+	if b, _ := c.read(t); string(b) != "still fine" {
+		t.Fatalf("read %q after hostile input", b)
+	}
+}
