@@ -42,7 +42,7 @@ func (a *arrivals) wait(t *testing.T, n int, within time.Duration) []time.Time {
 
 func TestPipeHoldsEachFrameForItsDelay(t *testing.T) {
 	var a arrivals
-	p := newPipe(Dir{Delay: 5 * time.Millisecond}, 1, 0, newBufPool(), a.out)
+	p := newPipe(Dir{Delay: 5 * time.Millisecond}, 1, 0, false, newBufPool(), a.out)
 	defer p.close()
 	start := time.Now()
 	for i := 0; i < 10; i++ {
@@ -61,7 +61,7 @@ func TestPipeHoldsEachFrameForItsDelay(t *testing.T) {
 func TestPipeSpacesFramesAtTheBottleneckRate(t *testing.T) {
 	var a arrivals
 	// 12 Mbit/s: a 1500-byte frame takes 1 ms to serialise.
-	p := newPipe(Dir{RateBps: 12e6}, 1, 0, newBufPool(), a.out)
+	p := newPipe(Dir{RateBps: 12e6}, 1, 0, false, newBufPool(), a.out)
 	defer p.close()
 	start := time.Now()
 	for i := 0; i < 20; i++ {
@@ -76,7 +76,7 @@ func TestPipeSpacesFramesAtTheBottleneckRate(t *testing.T) {
 
 func TestPipeDropsTailBeyondQueueBound(t *testing.T) {
 	var a arrivals
-	p := newPipe(Dir{RateBps: 12e6, QueueBytes: 15000}, 1, 0, newBufPool(), a.out)
+	p := newPipe(Dir{RateBps: 12e6, QueueBytes: 15000}, 1, 0, false, newBufPool(), a.out)
 	defer p.close()
 	for i := 0; i < 30; i++ {
 		p.submit(make([]byte, 1500))
@@ -92,7 +92,7 @@ func TestPipeDropsTailBeyondQueueBound(t *testing.T) {
 
 func TestPipeLossIsSeededBernoulli(t *testing.T) {
 	drops := func(seed uint64) int64 {
-		p := newPipe(Dir{Loss: 0.1}, seed, 0, newBufPool(), func([]byte) error { return nil })
+		p := newPipe(Dir{Loss: 0.1}, seed, 0, false, newBufPool(), func([]byte) error { return nil })
 		defer p.close()
 		for i := 0; i < 10000; i++ {
 			p.submit(make([]byte, 64))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -124,7 +125,7 @@ func TestLinuxRampMarks(t *testing.T) {
 		}
 	}
 	t.Run("linux-cubic", func(t *testing.T) {
-		pr := startPair(t, linuxpeer.Config{Path: path})
+		pr := startPair(t, linuxpeer.Config{Path: path, Realtime: os.Getenv("NETRAMP_RT") != ""})
 		ln, err := pr.B.Listen(5001)
 		if err != nil {
 			t.Fatal(err)

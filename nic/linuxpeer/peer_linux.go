@@ -45,6 +45,11 @@ type Config struct {
 	// segment as on a wire; it costs about a core at 1 Gbit/s. Off, GSO
 	// frames cross whole.
 	SplitGSO bool
+	// Realtime runs the emulator's releasing threads SCHED_FIFO (root), so
+	// on a loaded machine frames leave on time more often. Off, they run at
+	// nice -10. Leave it off where the path has no rate limit: a releasing
+	// thread that never sleeps would then hold a core.
+	Realtime bool
 }
 
 func (c *Config) fill() error {
@@ -115,8 +120,8 @@ func Start(ctx context.Context, cfg Config) (*Peer, error) {
 	}
 	p := &Peer{Kernel: k, dev: dev, link: newLink(uint32(cfg.MTU), tcpip.LinkAddress(MAC1), tcpip.LinkAddress(MAC2))}
 	pool := newBufPool()
-	p.out = newPipe(cfg.Path.Out, cfg.Path.Seed, 0, pool, func(b []byte) error { _, err := dev.Write(b); return err })
-	p.in = newPipe(cfg.Path.In, cfg.Path.Seed+1, 0, pool, p.link.deliver)
+	p.out = newPipe(cfg.Path.Out, cfg.Path.Seed, 0, cfg.Realtime, pool, func(b []byte) error { _, err := dev.Write(b); return err })
+	p.in = newPipe(cfg.Path.In, cfg.Path.Seed+1, 0, cfg.Realtime, pool, p.link.deliver)
 	p.link.out = p.out
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); readInto(dev, p.in, nil) }()
@@ -235,8 +240,8 @@ func StartPair(ctx context.Context, cfg Config) (*Pair, error) {
 	write := func(d *tap.Device) func([]byte) error {
 		return func(b []byte) error { _, err := d.Write(b); return err }
 	}
-	pr.ab = newPipe(cfg.Path.Out, cfg.Path.Seed, tap.VnetHdrLen, pool, write(pr.devs[1]))
-	pr.ba = newPipe(cfg.Path.In, cfg.Path.Seed+1, tap.VnetHdrLen, pool, write(pr.devs[0]))
+	pr.ab = newPipe(cfg.Path.Out, cfg.Path.Seed, tap.VnetHdrLen, cfg.Realtime, pool, write(pr.devs[1]))
+	pr.ba = newPipe(cfg.Path.In, cfg.Path.Seed+1, tap.VnetHdrLen, cfg.Realtime, pool, write(pr.devs[0]))
 	var split func([]byte, func(...[]byte)) bool
 	if cfg.SplitGSO {
 		split = splitGSO
