@@ -392,3 +392,91 @@ func TestMalformedHeadersAreCountedNotFatal(t *testing.T) {
 		t.Fatalf("read %q after hostile input", b)
 	}
 }
+
+// TestOutOfOrderStoreHoldsTheWholeAdvertisedWindow: with the first segment
+// of a window lost, every other byte the window allowed is kept (RFC 9293
+// §3.10.7.4 lets a receiver keep them; dropping them turns one loss into a
+// window's worth), and the hole's repair delivers the whole window.
+func TestOutOfOrderStoreHoldsTheWholeAdvertisedWindow(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	// One byte, read at once, so the delayed ACK shows the full window.
+	c.send(header.TCPFlagAck|header.TCPFlagPsh, []byte{1})
+	c.read(t)
+	h.clk.RunFor(time.Second)
+	wnd := 0
+	for _, s := range h.out() {
+		wnd = int(s.wnd) << 7
+	}
+	if wnd < 64<<10 {
+		t.Fatalf("advertised window %d", wnd)
+	}
+	const mss = 1460
+	first := c.peerNxt
+	sent := 0
+	for off := mss; off+mss <= wnd; off += mss {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: first + uint32(off), ack: c.hostNxt,
+			flags: header.TCPFlagAck, wnd: 65535, payload: make([]byte, mss)})
+		sent = off + mss
+	}
+	h.out()
+	if got := h.count("tcp.drops.ooo-full"); got != 0 {
+		t.Fatalf("%d out-of-order bytes dropped inside the advertised window of %d", got, wnd)
+	}
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: first, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 65535,
+		payload: make([]byte, mss)})
+	var acked uint32
+	for _, s := range h.out() {
+		acked = s.ack
+	}
+	if want := first + uint32(sent); acked != want {
+		t.Fatalf("after the hole filled the ACK is %d, want %d (%d bytes)", acked, want, sent)
+	}
+}
+
+// TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget: a recovery that
+// retransmits many segments on ACKs, followed by an RTO, must not reset a
+// connection; only RTO-timer retransmissions count toward giving up.
+func TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget(t *testing.T) {
+	h := newHarness(t, tcp.Options{InitialWindow: 64})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	const segs = 48
+	c.write(t, make([]byte, segs*1460))
+	out := h.out()
+	if len(out) != segs {
+		t.Fatalf("sent %d segments, want %d", len(out), segs)
+	}
+	// The peer got every odd segment: one ACK per arrival, SACKing it.
+	h.clk.RunFor(10 * time.Millisecond)
+	var blocks []header.SACKBlock
+	for i := 1; i < segs; i += 2 {
+		st := c.hostNxt + uint32(i*1460)
+		blocks = append([]header.SACKBlock{{Start: seqnumV(st), End: seqnumV(st + 1460)}}, blocks...)
+		opt := make([]byte, 40)
+		n := header.EncodeNOP(opt)
+		n += header.EncodeNOP(opt[n:])
+		n += header.EncodeSACKBlocks(blocks[:min(len(blocks), 4)], opt[n:])
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck,
+			wnd: 65535, opts: opt[:n]})
+		h.clk.RunFor(100 * time.Microsecond)
+	}
+	h.clk.RunFor(50 * time.Millisecond) // RACK's reorder timer
+	retrans := h.count("tcp.retransmitted.bytes") / 1460
+	if retrans <= 15 {
+		t.Fatalf("only %d retransmissions; the test needs more than the give-up budget", retrans)
+	}
+	h.out()
+	// Nothing more arrives: the RTO fires once, and the connection lives on.
+	h.clk.RunFor(1500 * time.Millisecond)
+	if h.count("tcp.rto") == 0 {
+		t.Fatal("no RTO fired")
+	}
+	for _, s := range h.out() {
+		if s.has(header.TCPFlagRst) {
+			t.Fatalf("connection reset after %d ACK-clocked retransmissions and one RTO", retrans)
+		}
+	}
+	if st := tcp.State(c.ep.State()); st != tcp.StateEstablished {
+		t.Fatalf("state %v, want ESTABLISHED", st)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
@@ -316,3 +317,5 @@ func (c *conn) read(t *testing.T) ([]byte, tcpip.Error) {
 }
 
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+func seqnumV(v uint32) seqnum.Value { return seqnum.Value(v) }
