@@ -5,21 +5,30 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+
+	"github.com/netramp/netramp/tcp"
 )
 
 func pipePair(t *testing.T, gv bool) (*Stack, *Stack) {
+	return mixedPair(t, gv, gv)
+}
+
+// mixedPair joins two stacks by a pipe link; gvA/gvB pick gVisor's TCP.
+func mixedPair(t *testing.T, gvA, gvB bool) (*Stack, *Stack) {
 	t.Helper()
 	la, lb := pipe.New("", "", 1500)
-	a, err := New(Options{GVisorTCP: gv, NICs: []NIC{{Link: la, Addr: netip.MustParsePrefix("198.18.0.1/24")}}})
+	a, err := New(Options{GVisorTCP: gvA, NICs: []NIC{{Link: la, Addr: netip.MustParsePrefix("198.18.0.1/24")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Options{GVisorTCP: gv, NICs: []NIC{{Link: lb, Addr: netip.MustParsePrefix("198.18.0.2/24")}}})
+	b, err := New(Options{GVisorTCP: gvB, NICs: []NIC{{Link: lb, Addr: netip.MustParsePrefix("198.18.0.2/24")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +97,125 @@ func TestGVisorTCPDialListenCarriesBytesIntact(t *testing.T) {
 func TestOurTCPDialListenCarriesBytesIntact(t *testing.T) {
 	a, b := pipePair(t, false)
 	transfer(t, a, b, 1<<20)
+}
+
+func TestOurTCPInteroperatesWithGVisorTCP(t *testing.T) {
+	t.Run("ours-to-gvisor", func(t *testing.T) {
+		a, b := mixedPair(t, false, true)
+		transfer(t, a, b, 4<<20)
+	})
+	t.Run("gvisor-to-ours", func(t *testing.T) {
+		a, b := mixedPair(t, true, false)
+		transfer(t, a, b, 4<<20)
+	})
+}
+
+func TestDialToClosedPortIsRefused(t *testing.T) {
+	a, _ := pipePair(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := a.Dial(ctx, netip.MustParseAddrPort("198.18.0.2:81"))
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("dial to a closed port: %v, want connection refused", err)
+	}
+}
+
+func TestConnHonoursReadDeadlineAndSeesEOF(t *testing.T) {
+	a, b := pipePair(t, false)
+	l, err := b.Listen(netip.MustParseAddrPort("198.18.0.2:5002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			acc <- c
+		}
+	}()
+	c, err := a.Dial(context.Background(), netip.MustParseAddrPort("198.18.0.2:5002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-acc
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	buf := make([]byte, 10)
+	if _, err := c.Read(buf); err == nil {
+		t.Fatal("read with nothing sent returned no error")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("read past deadline: %v, want a timeout", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	if _, err := s.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("ReadAll = %q, %v; want hello, EOF", got, err)
+	}
+	c.Close()
+}
+
+// TestSmallSendBufferBlocksWriterWithoutError: a writer far ahead of a slow
+// reader waits for room (seed 000, fix 4); it never sees an error.
+func TestSmallSendBufferBlocksWriterWithoutError(t *testing.T) {
+	la, lb := pipe.New("", "", 1500)
+	a, err := New(Options{TCP: tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 32 << 10},
+		NICs: []NIC{{Link: la, Addr: netip.MustParsePrefix("198.18.0.1/24")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Options{TCP: tcp.Options{ReceiveBufferMax: 32 << 10},
+		NICs: []NIC{{Link: lb, Addr: netip.MustParsePrefix("198.18.0.2/24")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	l, err := b.Listen(netip.MustParseAddrPort("198.18.0.2:5003"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error, 1)
+	var got bytes.Buffer
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		buf := make([]byte, 1000)
+		for {
+			time.Sleep(time.Millisecond)
+			n, err := c.Read(buf)
+			got.Write(buf[:n])
+			if err == io.EOF {
+				done <- nil
+				return
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	c, err := a.Dial(context.Background(), netip.MustParseAddrPort("198.18.0.2:5003"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+	if n, err := c.Write(payload); err != nil || n != len(payload) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), payload) {
+		t.Fatalf("received %d bytes, want %d intact", got.Len(), len(payload))
+	}
 }
 
 func TestNewRejectsStackWithoutNICs(t *testing.T) {
