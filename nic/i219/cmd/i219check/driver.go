@@ -106,7 +106,28 @@ func (d *driverEnv) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, er
 }
 func (d *driverEnv) LinkUp() bool     { return d.ep.LinkUp() }
 func (d *driverEnv) SeesLink() bool   { return true }
-func (d *driverEnv) Counters() string { return nicCounters(d.reg) }
+func (d *driverEnv) Counters() string { return nicCounters(d.reg) + "; " + tcpCounters(d.reg) }
+
+// tcpCounters prints the nonzero loss-related tcp.* counters of netramp's
+// TCP (none exist when gVisor's TCP runs).
+func tcpCounters(r *counters.Registry) string {
+	s := r.Snapshot()
+	var parts []string
+	for _, n := range s.Names() {
+		switch {
+		case n == "tcp.rto", n == "tcp.recoveries", n == "tcp.retransmitted.bytes", n == "tcp.loss-probes",
+			n == "tcp.card-stops", n == "tcp.card-refusals", n == "tcp.spurious", strings.HasPrefix(n, "tcp.drops."):
+			if s[n] != 0 {
+				parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimPrefix(n, "tcp."), s[n]))
+			}
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "tcp: no losses counted"
+	}
+	return "tcp: " + strings.Join(parts, " ")
+}
 
 // Close stops the driver's poll loop before closing the stack: gVisor's
 // Stack.Wait waits on each link endpoint before it closes it, and the
