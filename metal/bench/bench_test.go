@@ -185,3 +185,25 @@ func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
 		}
 	}
 }
+
+func TestLinuxArmCarriesARowWhereTheHostAllows(t *testing.T) {
+	a := newLinuxArm()
+	if why := a.Unavailable(); why != "" {
+		t.Skipf("Linux arm unavailable here: %s", why)
+	}
+	conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 2_000_000, Conns: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(conns) != 2 {
+		t.Fatalf("%d connections", len(conns))
+	}
+	for _, c := range conns {
+		if c.Report.Bytes != 2_000_000 || c.Report.Version != osbench.Version {
+			t.Fatalf("report %+v", c.Report)
+		}
+		if _, ok := c.Counters["tcp.rto"]; !ok {
+			t.Errorf("no kernel counters: %v", c.Counters)
+		}
+	}
+}

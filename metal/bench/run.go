@@ -206,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case r.Err != "":
 			missing[r.Arm] = fmt.Sprintf("row %d failed: %s", i+1, r.Err)
 		default:
-			jrows = append(jrows, judge.Row{Arm: r.Arm, Values: r.Metrics()})
+			jrows = append(jrows, judge.Row{Arm: r.Arm, Values: r.Metrics(), Timebase: r.Timebase})
 		}
 	}
 	verdicts := judge.Judge(rules, jrows, missing)

@@ -181,6 +181,9 @@ func metricNames() string {
 type Row struct {
 	Arm    string
 	Values map[string]float64
+	// Timebase is "virtual" or "real" (or empty): a rule comparing arms of
+	// different time bases says so, since their paths are two emulations.
+	Timebase string
 }
 
 // Status is a verdict's outcome.
@@ -241,8 +244,8 @@ func values(rows []Row, arm, metric string) (vals []float64, missing int) {
 	return vals, missing
 }
 
-func judgeOne(r Rule, rows []Row, unavailable map[string]string) Verdict {
-	v := Verdict{Rule: r, Status: NotJudged}
+func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
+	v = Verdict{Rule: r, Status: NotJudged}
 	for _, arm := range []string{r.X, r.Y} {
 		if why, ok := unavailable[arm]; ok {
 			v.Detail = fmt.Sprintf("arm %s did not run (%s)", arm, why)
@@ -265,6 +268,11 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) Verdict {
 		}
 	}
 	unit := Metrics[r.Metric]
+	note := ""
+	if tx, ty := timebase(rows, r.X), timebase(rows, r.Y); tx != "" && ty != "" && tx != ty {
+		note = fmt.Sprintf("; %s ran in %s time, %s in %s time: two emulations of the path, not one", r.X, tx, r.Y, ty)
+	}
+	defer func() { v.Detail += note }()
 	switch r.Kind {
 	case Within:
 		mX, mY := median(xs), median(ys)
@@ -383,6 +391,22 @@ func popcount(x uint32) int {
 		c++
 	}
 	return c
+}
+
+// timebase is the arm's rows' time base, "mixed" if they differ.
+func timebase(rows []Row, arm string) string {
+	tb := ""
+	for _, r := range rows {
+		if r.Arm != arm || r.Timebase == "" {
+			continue
+		}
+		if tb == "" {
+			tb = r.Timebase
+		} else if tb != r.Timebase {
+			return "mixed"
+		}
+	}
+	return tb
 }
 
 func constant(v []float64) bool {

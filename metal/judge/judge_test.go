@@ -105,6 +105,15 @@ func TestIdenticalRowsAreSaidToBeDeterministic(t *testing.T) {
 	}
 }
 
+func TestMixedTimeBasesAreNamed(t *testing.T) {
+	r := mustParse(t, "parity: B within 3 MB/s of Linux on goodput")
+	rs := []Row{{Arm: "B", Timebase: "virtual", Values: map[string]float64{"goodput": 112}}, {Arm: "Linux", Timebase: "real", Values: map[string]float64{"goodput": 113}}}
+	v := Judge(r, rs, nil)
+	if v[0].Status != Confirmed || !strings.Contains(v[0].Detail, "B ran in virtual time, Linux in real time") {
+		t.Fatalf("got %v", v[0])
+	}
+}
+
 func TestUnmeasuredMetricIsNotJudged(t *testing.T) {
 	r := mustParse(t, "late: B > A on recv_2s in every pair")
 	rs := []Row{{Arm: "A", Values: map[string]float64{"goodput": 1}}, {Arm: "B", Values: map[string]float64{"goodput": 2}}}
