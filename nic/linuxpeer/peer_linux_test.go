@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,10 @@ func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
 		t.Run(arm.name, func(t *testing.T) {
 			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(0, time.Millisecond, 0)})
 			s := newStack(t, p, arm.gvisor)
+			out, err := p.Kernel.Command(context.Background(), "ip", "-4", "-o", "addr", "show").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), p.Addr().String()+"/24") {
+				t.Fatalf("a command run in the namespace does not see the kernel's address %v: %v: %s", p.Addr(), err, out)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			dl, _ := ctx.Deadline()

@@ -54,8 +54,12 @@ func kernelSide(t *testing.T, cfg tap.Config) (*netns.NS, *tap.Device) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	if err := ns.SetupLink(netns.LinkConfig{Dev: "nrtap0", MAC: kernelMAC.String(), Addr: kernAddr.String() + "/24",
-		Peer: ourAddr.String(), PeerMAC: ourMAC.String()}); err != nil {
+	lc := netns.LinkConfig{Dev: "nrtap0", MAC: kernelMAC.String(), Addr: kernAddr.String() + "/24",
+		Peer: ourAddr.String(), PeerMAC: ourMAC.String()}
+	if cfg.TUN {
+		lc = netns.LinkConfig{Dev: "nrtap0", Addr: kernAddr.String() + "/24"} // no link layer
+	}
+	if err := ns.SetupLink(lc); err != nil {
 		t.Fatal(err)
 	}
 	return ns, dev
@@ -83,16 +87,19 @@ func echoRequest(id uint16, data []byte) []byte {
 // into the TAP and reads the kernel's echo reply back from it: one frame each
 // way through a device inside a namespace.
 func TestTAPFrameWrittenReachesKernelAndReplyIsRead(t *testing.T) {
-	for _, vnet := range []bool{false, true} {
-		name := "plain"
-		if vnet {
-			name = "vnet-hdr"
-		}
-		t.Run(name, func(t *testing.T) {
-			_, dev := kernelSide(t, tap.Config{VnetHdr: vnet, Offload: vnet})
+	for _, c := range []struct {
+		name string
+		cfg  tap.Config
+	}{{"plain", tap.Config{}}, {"vnet-hdr", tap.Config{VnetHdr: true, Offload: true}}, {"tun", tap.Config{TUN: true}}} {
+		t.Run(c.name, func(t *testing.T) {
+			_, dev := kernelSide(t, c.cfg)
 			data := []byte("netramp tap round trip")
 			frame := echoRequest(0x4e52, data)
-			if vnet {
+			l2 := header.EthernetMinimumSize
+			if c.cfg.TUN {
+				frame, l2 = frame[header.EthernetMinimumSize:], 0
+			}
+			if c.cfg.VnetHdr {
 				frame = append(make([]byte, tap.VnetHdrLen), frame...)
 			}
 			if _, err := dev.Write(frame); err != nil {
@@ -109,14 +116,18 @@ func TestTAPFrameWrittenReachesKernelAndReplyIsRead(t *testing.T) {
 					t.Fatalf("read: %v", err)
 				}
 				f := buf[dev.HeaderLen():n]
-				if len(f) < header.EthernetMinimumSize+header.IPv4MinimumSize+header.ICMPv4MinimumSize {
+				if len(f) < l2+header.IPv4MinimumSize+header.ICMPv4MinimumSize {
 					continue
 				}
-				eth := header.Ethernet(f)
-				if eth.Type() != header.IPv4ProtocolNumber || eth.DestinationAddress() != tcpip.LinkAddress(ourMAC) {
+				if l2 > 0 {
+					eth := header.Ethernet(f)
+					if eth.Type() != header.IPv4ProtocolNumber || eth.DestinationAddress() != tcpip.LinkAddress(ourMAC) {
+						continue
+					}
+				} else if header.IPVersion(f) != header.IPv4Version {
 					continue
 				}
-				ip := header.IPv4(f[header.EthernetMinimumSize:])
+				ip := header.IPv4(f[l2:])
 				if ip.Protocol() != uint8(header.ICMPv4ProtocolNumber) {
 					continue
 				}
@@ -158,19 +169,27 @@ func readTimeout(dev *tap.Device, b []byte, d time.Duration) (int, error) {
 // namespace; with offload on the kernel sends GSO frames, which the endpoint
 // must split into segments the stack accepts.
 func TestTAPEndpointCarriesKernelTCPBothWays(t *testing.T) {
-	for _, offload := range []bool{false, true} {
-		name := "plain"
-		if offload {
-			name = "offload"
-		}
-		t.Run(name, func(t *testing.T) {
-			ns, dev := kernelSide(t, tap.Config{VnetHdr: offload, Offload: offload})
+	for _, tc := range []struct {
+		name string
+		cfg  tap.Config
+	}{
+		{"plain", tap.Config{}},
+		{"offload", tap.Config{VnetHdr: true, Offload: true}},
+		{"tun-offload", tap.Config{TUN: true, VnetHdr: true, Offload: true}},
+	} {
+		offload := tc.cfg.Offload
+		t.Run(tc.name, func(t *testing.T) {
+			ns, dev := kernelSide(t, tc.cfg)
 			reg := counters.NewRegistry()
 			ep, err := tap.New(dev, tap.Options{MAC: ourMAC, Counters: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := peertest.NewGVisor(ep, netip.PrefixFrom(ourAddr, 24), peertest.Neighbour{Addr: kernAddr, MAC: kernelMAC})
+			var neigh []peertest.Neighbour
+			if !tc.cfg.TUN {
+				neigh = append(neigh, peertest.Neighbour{Addr: kernAddr, MAC: kernelMAC})
+			}
+			g, err := peertest.NewGVisor(ep, netip.PrefixFrom(ourAddr, 24), neigh...)
 			if err != nil {
 				t.Fatal(err)
 			}
