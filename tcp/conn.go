@@ -498,7 +498,7 @@ func (e *endpoint) consumed(n int) {
 	if !e.state.synchronized() {
 		return
 	}
-	if nb, changed := e.tuner.OnRead(e.now(), n, e.est.SRTT()); changed && nb > e.rcvBuf {
+	if nb, changed := e.tuner.OnRead(e.now(), n, e.rttForTuning()); changed && nb > e.rcvBuf {
 		e.growRcv(nb)
 	}
 	old := e.rcvAdv - e.rcvNxt

@@ -363,3 +363,20 @@ func TestT14PresetRunsCardLimitedWithoutRefusals(t *testing.T) {
 		t.Errorf("the sender wrote %d segments the card had no credit for", s["tcp.card-refusals"])
 	}
 }
+
+// TestReceiveBufferAutotuningOpensTheWindowPastItsStart: the receive buffer
+// starts at 128 KiB, which on 1 Gbit/s with 2 ms RTT caps a transfer at
+// 64 MB/s (512 Mbit/s); autotuning grows it to what the reader drains per
+// RTT, so 16 MB must go faster than the untuned window allows, with
+// timestamps and without.
+func TestReceiveBufferAutotuningOpensTheWindowPastItsStart(t *testing.T) {
+	for _, ts := range []bool{true, false} {
+		p := newVPair(t, lanCfg(), tcp.Options{}, tcp.Options{NoTimestamps: !ts}, 6)
+		d, _ := p.transfer(t, 16<<20, 30*time.Second)
+		rate := float64(16<<23) / d.Seconds() / 1e6
+		t.Logf("timestamps %v: 16 MB in %v (%.0f Mbit/s)", ts, d, rate)
+		if rate < 600 {
+			t.Errorf("timestamps %v: %.0f Mbit/s, not above the 512 Mbit/s a 128 KiB window allows", ts, rate)
+		}
+	}
+}
