@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -205,5 +206,38 @@ func TestLinuxArmCarriesARowWhereTheHostAllows(t *testing.T) {
 		if _, ok := c.Counters["tcp.rto"]; !ok {
 			t.Errorf("no kernel counters: %v", c.Counters)
 		}
+	}
+}
+
+func TestRevisionArmBuildsHeadAndRunsARowInASubprocess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a revision")
+	}
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	repo := strings.TrimSpace(string(out))
+	a := newRevArm(repo, t.TempDir(), "HEAD", "B")
+	if why := a.Unavailable(); why != "" {
+		t.Skip(why)
+	}
+	conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 1_000_000, Conns: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(conns) != 2 || conns[1].Conn != 1 || conns[0].Timebase != Virtual {
+		t.Fatalf("records %+v", conns)
+	}
+	for _, c := range conns {
+		if c.Report.Bytes != 1_000_000 || c.Report.GoodputMBps <= 0 || c.Counters["tcp.sent.bytes"] < 1_000_000 {
+			t.Fatalf("record %+v", c)
+		}
+	}
+	if d := a.Describe(); len(d["commit"]) != 40 {
+		t.Fatalf("describe %v", d)
+	}
+	if _, err := newRevArm(repo, t.TempDir(), "no-such-revision-xyz", "B").RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 1, Conns: 1}); err == nil || !strings.Contains(err.Error(), "does not resolve") {
+		t.Fatalf("a bad revision: %v", err)
 	}
 }
