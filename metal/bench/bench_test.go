@@ -241,3 +241,23 @@ func TestRevisionArmBuildsHeadAndRunsARowInASubprocess(t *testing.T) {
 		t.Fatalf("a bad revision: %v", err)
 	}
 }
+
+func TestBootArmServesTheConnectionsItsCommandMakes(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for the stand-in device")
+	}
+	// A stand-in device: bash dials the sink for each connection and sends a hello and the payload.
+	const device = `bash -c 'for i in $(seq $OSBENCH_CONNS); do exec 3<>/dev/tcp/127.0.0.1/$OSBENCH_PORT; printf "osbench-lan/3 %s %s\n" $OSBENCH_DIR $OSBENCH_BYTES >&3; head -c $OSBENCH_BYTES /dev/zero >&3; cat <&3 >/dev/null; exec 3<&-; done'`
+	a := newBootArm("DUT", device, "127.0.0.1:0")
+	conns, err := a.RunRow(context.Background(), RowSpec{Dir: osbench.Upload, Bytes: 300_000, Conns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(conns) != 3 || conns[2].Report.Bytes != 300_000 {
+		t.Fatalf("records %+v", conns)
+	}
+	_, err = newBootArm("DUT", "exit 3", "127.0.0.1:0").RunRow(context.Background(), RowSpec{Dir: osbench.Upload, Bytes: 1, Conns: 1})
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("a command that boots nothing: %v", err)
+	}
+}
