@@ -10,6 +10,7 @@ type stats struct {
 	sentBytes, retransBytes, rto, recoveries, lossProbes *counters.Counter
 	segsIn, segsOut, rstSent, rstRecv, csumErrors        *counters.Counter
 	cardStops, cardRefusals, cookiesSent, cookiesOK      *counters.Counter
+	stops                                                [4]*counters.Counter
 	spurious, challengeAcks, giveUps                     *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
@@ -22,17 +23,23 @@ type stats struct {
 func newStats(r *counters.Registry) *stats {
 	m := r.MustRegister
 	return &stats{
-		sentBytes:     m("tcp.sent.bytes", "payload bytes sent for the first time"),
-		retransBytes:  m("tcp.retransmitted.bytes", "payload bytes sent again (recovery, RTO, loss probes)"),
-		rto:           m("tcp.rto", "retransmission timeouts fired (RFC 6298 §5.4)"),
-		recoveries:    m("tcp.recoveries", "loss recovery episodes entered on SACK or duplicate-ACK evidence"),
-		lossProbes:    m("tcp.loss-probes", "tail loss probes sent (RFC 8985 §7)"),
-		segsIn:        m("tcp.segments.in", "segments received by TCP endpoints and the listener demux"),
-		segsOut:       m("tcp.segments.out", "segments handed to the network layer"),
-		rstSent:       m("tcp.resets.sent", "RST segments sent"),
-		rstRecv:       m("tcp.resets.received", "acceptable RST segments that reset a connection"),
-		csumErrors:    m("tcp.checksum-errors", "segments dropped for a bad checksum"),
-		cardStops:     m("tcp.card-stops", "send opportunities that ended on the card's TX credit"),
+		sentBytes:    m("tcp.sent.bytes", "payload bytes sent for the first time"),
+		retransBytes: m("tcp.retransmitted.bytes", "payload bytes sent again (recovery, RTO, loss probes)"),
+		rto:          m("tcp.rto", "retransmission timeouts fired (RFC 6298 §5.4)"),
+		recoveries:   m("tcp.recoveries", "loss recovery episodes entered on SACK or duplicate-ACK evidence"),
+		lossProbes:   m("tcp.loss-probes", "tail loss probes sent (RFC 8985 §7)"),
+		segsIn:       m("tcp.segments.in", "segments received by TCP endpoints and the listener demux"),
+		segsOut:      m("tcp.segments.out", "segments handed to the network layer"),
+		rstSent:      m("tcp.resets.sent", "RST segments sent"),
+		rstRecv:      m("tcp.resets.received", "acceptable RST segments that reset a connection"),
+		csumErrors:   m("tcp.checksum-errors", "segments dropped for a bad checksum"),
+		cardStops:    m("tcp.card-stops", "send opportunities that ended on the card's TX credit"),
+		stops: [4]*counters.Counter{
+			cc.StopApp:        m("tcp.stops.app", "send opportunities that ended with no more data to send (or Nagle holding a runt)"),
+			cc.StopPeerWindow: m("tcp.stops.peer-window", "send opportunities that ended on the peer's receive window"),
+			cc.StopCwnd:       m("tcp.stops.cwnd", "send opportunities that ended on the congestion window"),
+			cc.StopCard:       m("tcp.stops.card", "send opportunities that ended on the card's TX credit (same as tcp.card-stops)"),
+		},
 		cardRefusals:  m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
 		cookiesSent:   m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
 		cookiesOK:     m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),

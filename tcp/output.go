@@ -360,6 +360,7 @@ func (e *endpoint) output() {
 		e.p.st.cardStops.Inc()
 		e.waitCredit()
 	}
+	e.p.st.stops[reason].Inc()
 	e.ctl.OnSendStop(reason, int(e.q.InFlight()))
 	if sentNew {
 		e.ctl.OnSend(now, e.sndNxt)

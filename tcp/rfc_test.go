@@ -6,6 +6,8 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/tcp"
 )
@@ -478,5 +480,175 @@ func TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget(t *testing.T) {
 	}
 	if st := tcp.State(c.ep.State()); st != tcp.StateEstablished {
 		t.Fatalf("state %v, want ESTABLISHED", st)
+	}
+}
+
+func TestDelayedAckCoversAtMostTwoFullSegments(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.send(header.TCPFlagAck, make([]byte, 1460))
+	h.none() // one full segment: the ACK may wait
+	c.send(header.TCPFlagAck, make([]byte, 1460))
+	if a := h.one(); a.ack != c.peerNxt {
+		t.Fatalf("second full segment: ACK %d, want %d at once", a.ack, c.peerNxt)
+	}
+	c.send(header.TCPFlagAck, make([]byte, 1460))
+	h.none()
+	h.clk.RunFor(39 * time.Millisecond)
+	h.none()
+	h.clk.RunFor(2 * time.Millisecond)
+	if a := h.one(); a.ack != c.peerNxt {
+		t.Fatalf("delayed ACK %d, want %d after 40 ms", a.ack, c.peerNxt)
+	}
+}
+
+func TestOutOfOrderSegmentIsAckedAtOnceWithSACK(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 1460, ack: c.hostNxt, flags: header.TCPFlagAck,
+		wnd: 65535, payload: make([]byte, 1460)})
+	a := h.one()
+	if a.ack != c.peerNxt {
+		t.Fatalf("ACK %d, want duplicate ACK %d", a.ack, c.peerNxt)
+	}
+	blocks := a.tcpOpts().SACKBlocks
+	if len(blocks) != 1 || uint32(blocks[0].Start) != c.peerNxt+1460 || uint32(blocks[0].End) != c.peerNxt+2920 {
+		t.Fatalf("SACK blocks %v, want [%d, %d)", blocks, c.peerNxt+1460, c.peerNxt+2920)
+	}
+	// The hole's repair is acknowledged at once, cumulatively.
+	c.send(header.TCPFlagAck, make([]byte, 1460))
+	if a := h.one(); a.ack != c.peerNxt+1460 {
+		t.Fatalf("after the repair: ACK %d, want %d", a.ack, c.peerNxt+1460)
+	}
+}
+
+func TestRSTToSynSentRefusesTheConnection(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	wq := new(waiter.Queue)
+	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+	defer ep.Close()
+	if err := ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: 80}); err == nil {
+		t.Fatal("Connect returned nil, want ErrConnectStarted")
+	}
+	syn := h.one()
+	if !syn.has(header.TCPFlagSyn) || syn.has(header.TCPFlagAck) {
+		t.Fatalf("not a SYN: %+v", syn)
+	}
+	so := syn.synOpts()
+	if so.WS != 7 || !so.SACKPermitted || !so.TS || so.MSS != 1460 {
+		t.Errorf("SYN options %+v: want MSS 1460, WS 7, SACK, TS", so)
+	}
+	h.inject(pseg{srcPort: 80, dstPort: syn.srcPort, seq: 0, ack: syn.seq + 1, flags: header.TCPFlagRst | header.TCPFlagAck})
+	if ep.Readiness(waiter.WritableEvents) == 0 {
+		t.Fatal("writers not woken by the refusal")
+	}
+	if _, ok := ep.LastError().(*tcpip.ErrConnectionRefused); !ok {
+		t.Fatal("LastError is not connection refused")
+	}
+}
+
+func TestSimultaneousOpenEstablishes(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	wq := new(waiter.Queue)
+	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+	defer ep.Close()
+	ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: 80})
+	syn := h.one()
+	// The peer's own SYN crosses ours (RFC 9293 figure 8).
+	h.inject(pseg{srcPort: 80, dstPort: syn.srcPort, seq: 300, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1460, 7, true, false, 0)})
+	sa := h.one()
+	if !sa.has(header.TCPFlagSyn|header.TCPFlagAck) || sa.seq != syn.seq || sa.ack != 301 {
+		t.Fatalf("want SYN-ACK seq %d ack 301, got %+v", syn.seq, sa)
+	}
+	if s := tcp.State(ep.State()); s != tcp.StateSynRcvd {
+		t.Fatalf("state %v, want SYN-RECEIVED", s)
+	}
+	h.inject(pseg{srcPort: 80, dstPort: syn.srcPort, seq: 301, ack: syn.seq + 1, flags: header.TCPFlagAck, wnd: 65535})
+	if s := tcp.State(ep.State()); s != tcp.StateEstablished {
+		t.Fatalf("state %v, want ESTABLISHED", s)
+	}
+	if err := ep.LastError(); err != nil {
+		t.Fatalf("LastError %v", err)
+	}
+}
+
+func TestSynIsRetransmittedWithBackoffThenTimesOut(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	wq := new(waiter.Queue)
+	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+	defer ep.Close()
+	ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: 80})
+	var times []time.Duration
+	start := h.clk.Elapsed()
+	for i := 0; i < 400; i++ {
+		h.clk.RunFor(time.Second)
+		for range h.out() {
+			times = append(times, h.clk.Elapsed()-start)
+		}
+	}
+	h.out()
+	if len(times) != 7 { // the first SYN was read before the loop
+		t.Fatalf("%d SYN retransmissions, want 6 (then give up); at %v", len(times)-1, times)
+	}
+	if _, ok := ep.LastError().(*tcpip.ErrTimeout); !ok {
+		t.Fatal("no timeout after the SYN retries")
+	}
+}
+
+func TestKeepaliveProbesAnIdleConnectionThenGivesUp(t *testing.T) {
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	idle := tcpip.KeepaliveIdleOption(10 * time.Second)
+	intvl := tcpip.KeepaliveIntervalOption(time.Second)
+	c.ep.SetSockOpt(&idle)
+	c.ep.SetSockOpt(&intvl)
+	c.ep.SetSockOptInt(tcpip.KeepaliveCountOption, 3)
+	c.ep.SocketOptions().SetKeepAlive(true)
+	h.clk.RunFor(9 * time.Second)
+	h.none()
+	h.clk.RunFor(1500 * time.Millisecond)
+	p := h.one()
+	if p.seq != c.hostNxt-1 || len(p.payload) != 0 {
+		t.Fatalf("keepalive %+v, want an empty segment at SND.NXT-1", p)
+	}
+	// An answer restarts the idle time.
+	c.send(header.TCPFlagAck, nil)
+	h.clk.RunFor(9 * time.Second)
+	h.none()
+	// No answers: 3 probes, then a reset.
+	h.clk.RunFor(6 * time.Second)
+	segs := h.out()
+	if len(segs) < 4 || !segs[len(segs)-1].has(header.TCPFlagRst) {
+		t.Fatalf("want 3 probes then RST, got %d segments: %+v", len(segs), segs)
+	}
+	if tcp.State(c.ep.State()) != tcp.StateClosed {
+		t.Fatal("connection survived unanswered keepalives")
+	}
+}
+
+func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
+	// A small peer window: the sender stops on it, never on cwnd.
+	h := newHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 0, true, false, 0))
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 4380})
+	before := h.reg.Snapshot()
+	c.write(t, make([]byte, 20000))
+	d := h.reg.Snapshot().Diff(before)
+	if d["tcp.stops.peer-window"] != 1 || d["tcp.stops.cwnd"]+d["tcp.stops.app"]+d["tcp.stops.card"] != 0 {
+		t.Fatalf("stops: app %d, peer-window %d, cwnd %d, card %d; want exactly one peer-window",
+			d["tcp.stops.app"], d["tcp.stops.peer-window"], d["tcp.stops.cwnd"], d["tcp.stops.card"])
+	}
+	if n := len(h.out()); n != 3 {
+		t.Fatalf("%d segments in a 3-segment window", n)
+	}
+	// The card's credit ends the next one.
+	h.link.credit = 1
+	before = h.reg.Snapshot()
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + 4380, flags: header.TCPFlagAck, wnd: 60000})
+	d = h.reg.Snapshot().Diff(before)
+	if d["tcp.stops.card"] != 1 || d["tcp.stops.cwnd"]+d["tcp.stops.app"]+d["tcp.stops.peer-window"] != 0 {
+		t.Fatalf("stops: app %d, peer-window %d, cwnd %d, card %d; want exactly one card",
+			d["tcp.stops.app"], d["tcp.stops.peer-window"], d["tcp.stops.cwnd"], d["tcp.stops.card"])
 	}
 }
