@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Negative controls for ci/qemu/run.sh: each ci/qemu/controls/<name>.patch
+# injects one defect into a scratch copy of the tree; run.sh, limited to the
+# boot and plan its Env: line names, must then exit non-zero with the check
+# its Expect: line names reported FAIL. Header lines before "diff --git":
+#   Control: <the defect>
+#   Expect: <check/backend>
+#   Env: VAR=value ...
+# Prints "control NAME: RED as required" or "... STILL GREEN", then
+# "qemu-controls: N red, M green"; exits non-zero unless all are red.
+#
+#   ci/qemu/controls.sh            every control
+#   ci/qemu/controls.sh NAME...    only these
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+patches=()
+if [ $# -eq 0 ]; then
+	patches=("$here"/controls/*.patch)
+else
+	for n in "$@"; do patches+=("$here/controls/${n%.patch}.patch"); done
+fi
+
+red=0
+green=0
+for p in "${patches[@]}"; do
+	name=$(basename "$p" .patch)
+	control=$(sed -n '/^diff --git /q; s/^Control:[[:space:]]*//p' "$p" | head -1)
+	expect=$(sed -n '/^diff --git /q; s/^Expect:[[:space:]]*//p' "$p" | head -1)
+	envs=$(sed -n '/^diff --git /q; s/^Env:[[:space:]]*//p' "$p" | head -1)
+	dir=$(mktemp -d /tmp/netramp-qemu-control."$name".XXXXXX)
+	(cd "$root" && git ls-files -z --cached --others --exclude-standard) |
+		while IFS= read -r -d '' f; do [ -f "$root/$f" ] && printf '%s\0' "$f"; done |
+		(cd "$root" && tar --null --no-recursion -T - -cf -) | tar -xf - -C "$dir"
+	if ! (cd "$dir" && git apply "$p"); then
+		echo "control $name: BROKEN — the patch does not apply"
+		green=$((green + 1))
+		rm -rf "$dir"
+		continue
+	fi
+	out=$(cd "$dir" && env $envs bash ci/qemu/run.sh 2>&1)
+	rc=$?
+	rm -rf "$dir"
+	if [ $rc -ne 0 ] && printf '%s\n' "$out" | grep -Eq "^qemu: check $expect +FAIL"; then
+		echo "control $name: RED as required ($(printf '%s\n' "$out" | grep -E "^qemu: check $expect +FAIL" | cut -c1-160))"
+		red=$((red + 1))
+	else
+		echo "control $name: STILL GREEN — run.sh cannot catch: $control (exit $rc)"
+		printf '%s\n' "$out" | grep '^qemu: check' | sed 's/^/  | /'
+		green=$((green + 1))
+	fi
+done
+echo "qemu-controls: $red red, $green green"
+[ $green -eq 0 ]
