@@ -313,6 +313,7 @@ func (e *endpoint) output() {
 			reason = cc.StopCwnd
 			break
 		}
+		fin := finUnsent && e.sndNxt+size == dataEnd
 		if size < uint64(smss) && size < avail {
 			// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1).
 			if size < e.maxSndWnd/2 {
@@ -320,8 +321,9 @@ func (e *endpoint) output() {
 				e.armPersist()
 				break
 			}
-		} else if size < uint64(smss) && size == avail && !e.nodelay && e.sndNxt > e.sndUna && !(finUnsent && e.sbuf.Len() == 0) {
-			// Nagle (RFC 9293 §3.7.4): one runt in flight at a time.
+		} else if size < uint64(smss) && size == avail && !e.nodelay && e.sndNxt > e.sndUna && !fin {
+			// Nagle (RFC 9293 §3.7.4): one runt in flight at a time; the
+			// last segment, carrying the FIN, is not held.
 			reason = cc.StopApp
 			break
 		}
@@ -329,7 +331,6 @@ func (e *endpoint) output() {
 			reason = cc.StopApp
 			break
 		}
-		fin := finUnsent && e.sndNxt+size == dataEnd
 		if e.paceWait(now, int(size)) {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/waiter"
 
+	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
@@ -378,5 +379,61 @@ func TestReceiveBufferAutotuningOpensTheWindowPastItsStart(t *testing.T) {
 		if rate < 600 {
 			t.Errorf("timestamps %v: %.0f Mbit/s, not above the 512 Mbit/s a 128 KiB window allows", ts, rate)
 		}
+	}
+}
+
+func TestPacedAndArmATransfersComplete(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    tcp.Options
+	}{
+		{"paced", tcp.Options{Pacing: true}},
+		{"arm-a", tcp.Options{Arm: cc.ArmA}},
+		{"stretch-ack", tcp.Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ob := tcp.Options{}
+			if tc.name == "stretch-ack" {
+				ob.StretchAck = 8
+			}
+			p := newVPair(t, lanCfg(), tc.o, ob, 8)
+			d, _ := p.transfer(t, 8<<20, 30*time.Second)
+			t.Logf("%s: 8 MB in %v", tc.name, d)
+		})
+	}
+}
+
+// TestPacingSpreadsTheWindow: unpaced, each ACK releases segments in one
+// burst at one instant; paced, segments leave one by one at cc's pacing rate
+// once an RTT is known (at most the pacer's two-segment burst at an instant).
+func TestPacingSpreadsTheWindow(t *testing.T) {
+	d := wire.Dir{RateBps: 10e9, Delay: 5 * time.Millisecond}
+	cfg := wire.Config{AtoB: d, BtoA: d}
+	run := func(pacing bool) int {
+		p := newVPair(t, cfg, tcp.Options{Pacing: pacing}, tcp.Options{StretchAck: 8}, 9)
+		burst := 0
+		var last time.Duration
+		run := 0
+		p.w.SetTrace(func(ev wire.TraceEvent) {
+			if ev.Kind != wire.TraceSend || ev.Dir != "a2b" || len(ev.Frame) < 1000 || ev.At < 50*time.Millisecond {
+				return
+			}
+			if ev.At == last {
+				run++
+			} else {
+				run, last = 1, ev.At
+			}
+			burst = max(burst, run)
+		})
+		p.transfer(t, 4<<20, 60*time.Second)
+		return burst
+	}
+	unpaced, paced := run(false), run(true)
+	t.Logf("largest burst at one instant after the first RTTs: unpaced %d, paced %d segments", unpaced, paced)
+	if unpaced < 8 {
+		t.Errorf("unpaced sender's largest burst is %d segments; the test needs stretch-ACK bursts", unpaced)
+	}
+	if paced > 2 {
+		t.Errorf("paced sender sent %d segments at one instant", paced)
 	}
 }
