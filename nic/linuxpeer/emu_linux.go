@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 // Dir is one direction of the emulated path.
@@ -28,14 +29,25 @@ type Dir struct {
 	// QueueBytes bounds the bottleneck's drop-tail queue; 0 means four
 	// bandwidth-delay products (rate × 2·Delay), at least 256 KiB.
 	QueueBytes int
+	// AckAggSegments and AckAggHold hold pure ACKs in this direction and
+	// release them together once the other direction has carried
+	// AckAggSegments data segments since the last release, or AckAggHold
+	// after the first ACK was held, whichever comes first (a receiver's
+	// interrupt moderation or a Wi-Fi aggregate does this). Zero turns
+	// each trigger off; both zero, ACKs pass at once.
+	AckAggSegments int
+	AckAggHold     time.Duration
 }
 
+func (d Dir) aggregates() bool { return d.AckAggSegments > 0 || d.AckAggHold > 0 }
+
 func (d Dir) validate() error {
-	if d.RateBps < 0 || d.Delay < 0 || d.QueueBytes < 0 || d.Loss < 0 || d.Loss > 1 || math.IsNaN(d.Loss) {
+	if d.RateBps < 0 || d.Delay < 0 || d.QueueBytes < 0 || d.Loss < 0 || d.Loss > 1 || math.IsNaN(d.Loss) ||
+		d.AckAggSegments < 0 || d.AckAggHold < 0 {
 		return fmt.Errorf("%w: direction %+v: rate, delay and queue must be ≥ 0 and loss in [0,1]", ErrBadConfig, d)
 	}
-	if d.Delay > 10*time.Second {
-		return fmt.Errorf("%w: delay %v over 10 s", ErrBadConfig, d.Delay)
+	if d.Delay > 10*time.Second || d.AckAggHold > 10*time.Second {
+		return fmt.Errorf("%w: delay %v or ACK hold %v over 10 s", ErrBadConfig, d.Delay, d.AckAggHold)
 	}
 	return nil
 }
@@ -88,6 +100,7 @@ type DirStats struct {
 	LossDrops, QueueDrop int64 // dropped by the loss model, by the drop-tail queue
 	Overflow             int64 // dropped because the emulator's own delay line was full
 	OutErrors            int64 // the far side refused the frame
+	AcksHeld, Releases   int64 // pure ACKs held for aggregation, and the batches they left in
 	Lateness             Lateness
 }
 
@@ -109,7 +122,13 @@ type pipe struct {
 	done     chan struct{}
 	pool     *bufPool
 
+	other     *pipe // the opposite direction, whose data releases held ACKs
+	held      []frame
+	dataSeen  int
+	holdTimer *time.Timer
+
 	frames, bytes, lossDrops, queueDrops, overflow, outErrs atomic.Int64
+	acksHeld, releases                                      atomic.Int64
 	latMu                                                   sync.Mutex
 	hist                                                    [nBuckets]int64
 	latSum, latMax                                          time.Duration
@@ -151,7 +170,6 @@ func (p *pipe) submit(parts ...[]byte) {
 	for _, b := range parts {
 		n += len(b)
 	}
-	wire := n - p.skip
 	now := time.Now()
 	p.mu.Lock()
 	if p.d.Loss > 0 && p.rng.Float64() < p.d.Loss {
@@ -159,13 +177,43 @@ func (p *pipe) submit(parts ...[]byte) {
 		p.lossDrops.Add(1)
 		return
 	}
+	buf := p.pool.get(n)
+	off := 0
+	for _, b := range parts {
+		off += copy((*buf)[off:], b)
+	}
+	segs := 0
+	if p.d.aggregates() || (p.other != nil && p.other.d.aggregates()) {
+		var pureAck bool
+		pureAck, segs = classify((*buf)[:n], p.skip)
+		if pureAck && p.d.aggregates() {
+			p.held = append(p.held, frame{b: buf, n: n})
+			p.acksHeld.Add(1)
+			if len(p.held) == 1 && p.d.AckAggHold > 0 {
+				p.holdTimer = time.AfterFunc(p.d.AckAggHold, p.releaseHeld)
+			}
+			p.mu.Unlock()
+			return
+		}
+	}
+	p.scheduleLocked(buf, n, now)
+	p.mu.Unlock()
+	if segs > 0 && p.other != nil && p.other.d.AckAggSegments > 0 {
+		p.other.sawData(segs)
+	}
+}
+
+// scheduleLocked puts one frame through the bottleneck and into the delay
+// line, or drops it.
+func (p *pipe) scheduleLocked(buf *[]byte, n int, now time.Time) {
+	wire := n - p.skip
 	depart := now
 	if p.d.RateBps > 0 {
 		if p.nextFree.After(now) {
 			backlog := float64(p.nextFree.Sub(now)) * float64(p.d.RateBps) / 8e9
 			if int(backlog)+wire > p.qbytes {
-				p.mu.Unlock()
 				p.queueDrops.Add(1)
+				p.pool.put(buf)
 				return
 			}
 			depart = p.nextFree
@@ -173,18 +221,75 @@ func (p *pipe) submit(parts ...[]byte) {
 		depart = depart.Add(time.Duration(float64(wire) * 8e9 / float64(p.d.RateBps)))
 		p.nextFree = depart
 	}
-	buf := p.pool.get(n)
-	off := 0
-	for _, b := range parts {
-		off += copy((*buf)[off:], b)
-	}
 	select {
 	case p.q <- frame{b: buf, n: n, release: depart.Add(p.d.Delay)}:
 	default:
 		p.overflow.Add(1)
 		p.pool.put(buf)
 	}
+}
+
+// sawData counts data segments carried the other way and releases the held
+// ACKs once AckAggSegments have passed.
+func (p *pipe) sawData(segs int) {
+	p.mu.Lock()
+	p.dataSeen += segs
+	if p.dataSeen >= p.d.AckAggSegments && len(p.held) > 0 {
+		p.releaseLocked(time.Now())
+	}
 	p.mu.Unlock()
+}
+
+func (p *pipe) releaseHeld() {
+	p.mu.Lock()
+	p.releaseLocked(time.Now())
+	p.mu.Unlock()
+}
+
+func (p *pipe) releaseLocked(now time.Time) {
+	if p.holdTimer != nil {
+		p.holdTimer.Stop()
+		p.holdTimer = nil
+	}
+	for _, f := range p.held {
+		p.scheduleLocked(f.b, f.n, now)
+	}
+	if len(p.held) > 0 {
+		p.releases.Add(1)
+	}
+	clear(p.held)
+	p.held = p.held[:0]
+	p.dataSeen = 0
+}
+
+// classify reports whether frame (virtio-net header of skip bytes, then
+// Ethernet) is a pure TCP ACK over IPv4, and how many data segments it
+// carries: a GSO frame counts one per GSO size.
+func classify(frame []byte, skip int) (pureAck bool, segs int) {
+	l3 := skip + header.EthernetMinimumSize
+	if len(frame) < l3+header.IPv4MinimumSize || header.Ethernet(frame[skip:]).Type() != header.IPv4ProtocolNumber {
+		return false, 0
+	}
+	ip := header.IPv4(frame[l3:])
+	ihl := int(ip.HeaderLength())
+	if ip.Protocol() != uint8(header.TCPProtocolNumber) || ihl < header.IPv4MinimumSize || len(frame) < l3+ihl+header.TCPMinimumSize {
+		return false, 0
+	}
+	tcp := header.TCP(frame[l3+ihl:])
+	payload := int(ip.TotalLength()) - ihl - int(tcp.DataOffset())
+	if payload <= 0 {
+		f := tcp.Flags()
+		return f&header.TCPFlagAck != 0 && f&(header.TCPFlagSyn|header.TCPFlagFin|header.TCPFlagRst) == 0, 0
+	}
+	if skip >= 6 {
+		if gso := int(frame[4]) | int(frame[5])<<8; frame[1] != 0 && gso > 0 {
+			// A GSO frame's IP total length may be 0 or stale; count from
+			// the frame length.
+			payload = len(frame) - l3 - ihl - int(tcp.DataOffset())
+			return false, (payload + gso - 1) / gso
+		}
+	}
+	return false, 1
 }
 
 // run releases frames at their scheduled times. It sleeps with nanosleep on
@@ -263,6 +368,7 @@ func (p *pipe) stats() DirStats {
 	s := DirStats{
 		Frames: p.frames.Load(), Bytes: p.bytes.Load(), LossDrops: p.lossDrops.Load(),
 		QueueDrop: p.queueDrops.Load(), Overflow: p.overflow.Load(), OutErrors: p.outErrs.Load(),
+		AcksHeld: p.acksHeld.Load(), Releases: p.releases.Load(),
 	}
 	p.latMu.Lock()
 	defer p.latMu.Unlock()
@@ -293,6 +399,15 @@ func (p *pipe) quantile(q float64) time.Duration {
 }
 
 func (p *pipe) close() {
+	p.mu.Lock()
+	if p.holdTimer != nil {
+		p.holdTimer.Stop()
+	}
+	for _, f := range p.held {
+		p.pool.put(f.b)
+	}
+	p.held = nil
+	p.mu.Unlock()
 	select {
 	case <-p.stop:
 	default:

@@ -3,6 +3,7 @@
 package linuxpeer
 
 import (
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"sync"
 	"testing"
 	"time"
@@ -121,4 +122,49 @@ func TestBadPathConfigIsRefused(t *testing.T) {
 	if err := (&Config{MTU: 100}).fill(); err == nil {
 		t.Error("MTU 100 accepted")
 	}
+}
+
+// tcpFrame is an Ethernet + IPv4 + TCP frame with n payload bytes.
+func tcpFrame(n int, flags header.TCPFlags) []byte {
+	b := make([]byte, header.EthernetMinimumSize+header.IPv4MinimumSize+header.TCPMinimumSize+n)
+	header.Ethernet(b).Encode(&header.EthernetFields{Type: header.IPv4ProtocolNumber})
+	ip := header.IPv4(b[header.EthernetMinimumSize:])
+	ip.Encode(&header.IPv4Fields{TotalLength: uint16(len(ip)), TTL: 64, Protocol: uint8(header.TCPProtocolNumber)})
+	header.TCP(ip[header.IPv4MinimumSize:]).Encode(&header.TCPFields{DataOffset: header.TCPMinimumSize, Flags: flags})
+	return b
+}
+
+func TestPipeAggregatesAcksUntilDataOrHold(t *testing.T) {
+	var acks arrivals
+	pool := newBufPool()
+	data := newPipe(Dir{}, 1, 0, false, pool, func([]byte) error { return nil })
+	ack := newPipe(Dir{AckAggSegments: 4, AckAggHold: 50 * time.Millisecond}, 2, 0, false, pool, acks.out)
+	data.other, ack.other = ack, data
+	defer data.close()
+	defer ack.close()
+
+	for i := 0; i < 3; i++ {
+		ack.submit(tcpFrame(0, header.TCPFlagAck))
+	}
+	ack.submit(tcpFrame(10, header.TCPFlagAck|header.TCPFlagPsh)) // data the ACK way is not held
+	time.Sleep(10 * time.Millisecond)
+	if got := len(acks.wait(t, 1, time.Second)); got != 1 {
+		t.Fatalf("%d frames passed before any data, want only the data frame", got)
+	}
+	for i := 0; i < 4; i++ {
+		data.submit(tcpFrame(1000, header.TCPFlagAck))
+	}
+	acks.wait(t, 4, time.Second) // the fourth data segment releases the three ACKs
+
+	start := time.Now()
+	ack.submit(tcpFrame(0, header.TCPFlagAck))
+	at := acks.wait(t, 5, time.Second)
+	if d := at[4].Sub(start); d < 50*time.Millisecond {
+		t.Errorf("a lone ACK left after %v, before its 50 ms hold", d)
+	}
+	if s := ack.stats(); s.AcksHeld != 4 || s.Releases != 2 {
+		t.Errorf("held %d ACKs in %d releases, want 4 in 2", s.AcksHeld, s.Releases)
+	}
+	ack.submit(tcpFrame(0, header.TCPFlagAck|header.TCPFlagSyn))
+	acks.wait(t, 6, time.Second) // a SYN-ACK is not a pure ACK: it passes at once
 }

@@ -122,6 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Peer, error) {
 	pool := newBufPool()
 	p.out = newPipe(cfg.Path.Out, cfg.Path.Seed, 0, cfg.Realtime, pool, func(b []byte) error { _, err := dev.Write(b); return err })
 	p.in = newPipe(cfg.Path.In, cfg.Path.Seed+1, 0, cfg.Realtime, pool, p.link.deliver)
+	p.out.other, p.in.other = p.in, p.out
 	p.link.out = p.out
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); readInto(dev, p.in, nil) }()
@@ -242,6 +243,7 @@ func StartPair(ctx context.Context, cfg Config) (*Pair, error) {
 	}
 	pr.ab = newPipe(cfg.Path.Out, cfg.Path.Seed, tap.VnetHdrLen, cfg.Realtime, pool, write(pr.devs[1]))
 	pr.ba = newPipe(cfg.Path.In, cfg.Path.Seed+1, tap.VnetHdrLen, cfg.Realtime, pool, write(pr.devs[0]))
+	pr.ab.other, pr.ba.other = pr.ba, pr.ab
 	var split func([]byte, func(...[]byte)) bool
 	if cfg.SplitGSO {
 		split = splitGSO

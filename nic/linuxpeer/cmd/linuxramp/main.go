@@ -33,12 +33,16 @@ func main() {
 	rt := flag.Bool("rt", false, "run the emulator's releasing threads SCHED_FIFO")
 	split := flag.Bool("split", false, "linux arm: split GSO frames so loss and queue act per segment")
 	late := flag.Duration("late", 0, "reject runs whose p99 lateness exceeds this (0 = RTT/10)")
+	aggN := flag.Int("ackagg", 0, "hold the receiver's pure ACKs until this many data segments passed (0 = off)")
+	aggHold := flag.Duration("ackhold", 0, "release held ACKs after at most this long (0 = no time limit)")
 	flag.Parse()
 	if *late == 0 {
 		*late = *rtt / 10
 	}
 	cfg := linuxpeer.Config{Path: linuxpeer.Symmetric(int64(*rate), *rtt, *loss), CongestionControl: *cc, Realtime: *rt, SplitGSO: *split}
-	fmt.Printf("path: %.0f Mbit/s, RTT %v, loss %g; marks %v; reject p99 lateness > %v\n", *rate/1e6, *rtt, *loss, linuxpeer.DefaultMarks, *late)
+	cfg.Path.In.AckAggSegments, cfg.Path.In.AckAggHold = *aggN, *aggHold
+	fmt.Printf("path: %.0f Mbit/s, RTT %v, loss %g, ACK aggregation %d segments / %v; marks %v; reject p99 lateness > %v\n",
+		*rate/1e6, *rtt, *loss, *aggN, *aggHold, linuxpeer.DefaultMarks, *late)
 	failed := false
 	for _, arm := range strings.Split(*arms, ",") {
 		for i := 0; i < *runs; i++ {
