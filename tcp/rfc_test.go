@@ -652,3 +652,41 @@ func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
 			d["tcp.stops.app"], d["tcp.stops.peer-window"], d["tcp.stops.cwnd"], d["tcp.stops.card"])
 	}
 }
+
+// TestSpuriousRTOIsUndoneByTimestamps: an ACK that echoes the timestamp of
+// the original transmission, not of the RTO's retransmission, shows the
+// timeout was spurious (RFC 3522); the window reduction is undone.
+func TestSpuriousRTOIsUndoneByTimestamps(t *testing.T) {
+	h := newHarness(t, tcp.Options{InitialWindow: 20})
+	c := h.accept(80, synOptions(1460, 7, true, true, 1))
+	info := func() tcpip.TCPInfoOption {
+		var i tcpip.TCPInfoOption
+		c.ep.GetSockOpt(&i)
+		return i
+	}
+	cwnd0 := info().SndCwnd
+	c.write(t, make([]byte, 10*1448)) // MSS 1460 less the timestamp option
+	orig := h.out()
+	if len(orig) != 10 {
+		t.Fatalf("sent %d segments", len(orig))
+	}
+	origTS := orig[0].tcpOpts().TSVal
+	h.clk.RunFor(1100 * time.Millisecond) // the initial RTO (1 s) fires
+	if h.count("tcp.rto") != 1 {
+		t.Fatalf("tcp.rto = %d, want 1", h.count("tcp.rto"))
+	}
+	if info().SndCwnd >= cwnd0 {
+		t.Fatalf("cwnd %d after the RTO, want below %d", info().SndCwnd, cwnd0)
+	}
+	h.out()
+	// The original flight's ACK arrives late, echoing the original TSval.
+	c.peerTS++
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + 10*1448, flags: header.TCPFlagAck,
+		wnd: 65535, opts: tsOption(c.peerTS, origTS)})
+	if h.count("tcp.spurious") != 1 {
+		t.Fatalf("tcp.spurious = %d, want 1", h.count("tcp.spurious"))
+	}
+	if got := info().SndCwnd; got < cwnd0 {
+		t.Fatalf("cwnd %d after the undo, want at least %d", got, cwnd0)
+	}
+}
