@@ -160,10 +160,8 @@ type endpoint struct {
 	rcvLen      int
 	ooo         *reasm.Store
 	tuner       *autotune.Tuner
-	rcvRTT      time.Duration // receiver-side RTT estimate, for autotuning
-	rcvRTTMark  uint64
-	rcvRTTStart time.Duration
-	finRcvd     bool // the peer's FIN has been consumed (in order)
+	rcvRTT      autotune.RcvRTT // receiver-side RTT estimate, for autotuning
+	finRcvd     bool            // the peer's FIN has been consumed (in order)
 	finOff      uint64
 	finPending  bool // a FIN arrived out of order at finOff
 	rdShut      bool

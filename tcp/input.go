@@ -237,10 +237,10 @@ func (e *endpoint) handleSegment(s *segment) {
 	fin := s.has(header.TCPFlagFin)
 	switch e.state {
 	case StateEstablished, StateFinWait1, StateFinWait2:
-		if len(s.payload) > 0 {
-			e.measureRcvRTT(&opts, segOff, now)
-		}
 		e.receive(segOff, s.payload, fin, now)
+		if len(s.payload) > 0 {
+			e.measureRcvRTT(&opts, now)
+		}
 	case StateCloseWait, StateClosing, StateLastAck:
 		// The peer's FIN is already in: retransmissions are acknowledged.
 		if segLen > 0 {
@@ -544,37 +544,15 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 
 // measureRcvRTT keeps the receiver's round-trip estimate for autotuning:
 // from the timestamp echo when timestamps are on (RFC 7323 §4.1), else the
-// time to receive one window of data (a window's bytes take one RTT to
-// arrive when the sender is window-limited).
-func (e *endpoint) measureRcvRTT(opts *header.TCPOptions, segOff uint64, now time.Duration) {
-	var sample time.Duration
+// time one advertised window takes to arrive.
+func (e *endpoint) measureRcvRTT(opts *header.TCPOptions, now time.Duration) {
 	if e.tsOK && opts.TS && opts.TSEcr != 0 {
-		ms := int32(e.tsVal() - opts.TSEcr)
-		if ms < 0 || ms > 600000 {
-			return
+		if ms := int32(e.tsVal() - opts.TSEcr); ms >= 0 && ms < 600000 {
+			e.rcvRTT.OnTimestampSample(time.Duration(ms)*time.Millisecond + time.Millisecond/2)
 		}
-		sample = time.Duration(ms)*time.Millisecond + time.Millisecond/2
-	} else {
-		if e.rcvRTTMark == 0 {
-			e.rcvRTTMark = e.rcvAdv
-			e.rcvRTTStart = now
-			return
-		}
-		if segOff < e.rcvRTTMark {
-			return
-		}
-		sample = now - e.rcvRTTStart
-		e.rcvRTTMark = e.rcvAdv
-		e.rcvRTTStart = now
-		if sample <= 0 {
-			return
-		}
+		return
 	}
-	if e.rcvRTT == 0 || sample < e.rcvRTT {
-		e.rcvRTT = sample
-	} else {
-		e.rcvRTT += (sample - e.rcvRTT) / 8
-	}
+	e.rcvRTT.OnData(now, e.rcvNxt, e.rcvAdv)
 }
 
 // rttForTuning is the round trip autotuning measures reads over.
@@ -582,7 +560,7 @@ func (e *endpoint) rttForTuning() time.Duration {
 	if e.est.HasSample() {
 		return e.est.SRTT()
 	}
-	return e.rcvRTT
+	return e.rcvRTT.RTT()
 }
 
 // appendRcv copies in-order bytes into the receive ring.
