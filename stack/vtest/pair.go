@@ -8,6 +8,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/nic/wire"
@@ -80,6 +81,16 @@ func NewPair(cfg wire.Config, optsA, optsB tcp.Options, seed int64) (*Pair, erro
 // deterministic). Clock and NICs are filled in; a zero Seed takes seed (A)
 // or seed+1 (B).
 func NewPairWith(cfg wire.Config, a, b stack.Options, seed int64) (*Pair, error) {
+	return NewPairLinks(cfg, a, b, seed, nil)
+}
+
+// LinkWrap lets a test put its own link endpoint (a filter, a recorder)
+// between a stack and its wire end; it returns the endpoint the stack uses.
+type LinkWrap func(side Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint
+
+// NewPairLinks is NewPairWith with each wire end passed through wrap (nil:
+// none) before its stack is built on it.
+func NewPairLinks(cfg wire.Config, a, b stack.Options, seed int64, wrap LinkWrap) (*Pair, error) {
 	clk := vclock.New(Epoch)
 	if cfg.Seed == 0 {
 		cfg.Seed = seed
@@ -89,8 +100,12 @@ func NewPairWith(cfg wire.Config, a, b stack.Options, seed int64) (*Pair, error)
 		return nil, err
 	}
 	a.Clock, b.Clock = clk, clk
-	a.NICs = []stack.NIC{{Link: w.A(), Addr: netip.PrefixFrom(AddrA, 24), Name: "wire-a"}}
-	b.NICs = []stack.NIC{{Link: w.B(), Addr: netip.PrefixFrom(AddrB, 24), Name: "wire-b"}}
+	var la, lb gstack.LinkEndpoint = w.A(), w.B()
+	if wrap != nil {
+		la, lb = wrap(SideA, la), wrap(SideB, lb)
+	}
+	a.NICs = []stack.NIC{{Link: la, Addr: netip.PrefixFrom(AddrA, 24), Name: "wire-a"}}
+	b.NICs = []stack.NIC{{Link: lb, Addr: netip.PrefixFrom(AddrB, 24), Name: "wire-b"}}
 	if a.Seed == 0 {
 		a.Seed = seed
 	}

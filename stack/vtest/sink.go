@@ -42,6 +42,9 @@ type Sink struct {
 	// Discard, when set before Start, skips hashing (for large runs whose
 	// integrity another check covers).
 	Discard bool
+	// KeepOpen, when set before Start, leaves the endpoint open at EOF (its
+	// own Source may still be sending); by default the sink closes it.
+	KeepOpen bool
 }
 
 // NewSink prepares a sink on ep; Start begins.
@@ -118,7 +121,9 @@ func (s *Sink) pump() {
 func (s *Sink) finish(err error) {
 	s.err = err
 	s.stop()
-	s.ep.Close()
+	if !s.KeepOpen {
+		s.ep.Close()
+	}
 }
 
 // Done reports whether the sink reached EOF (or failed, see Err).
