@@ -147,14 +147,19 @@ const rawSleepMax = 300 * time.Microsecond
 // emulatorNice is the releasing threads' nice value.
 const emulatorNice = -10
 
-// delayLineSlots bounds the frames one direction holds in flight.
-const delayLineSlots = 1 << 15
+// delayLineSlots bounds the frames one direction holds in flight: enough
+// for a full bottleneck queue plus a one-way delay's worth at the rate, in
+// frames of 512 bytes or more, within [2^15, 2^18].
+func (d Dir) delayLineSlots() int {
+	inFlight := float64(d.queueBytes()) + float64(d.RateBps)/8*d.Delay.Seconds()
+	return min(max(int(inFlight/512), 1<<15), 1<<18)
+}
 
 func newPipe(d Dir, seed uint64, skip int, realtime bool, pool *bufPool, out func([]byte) error) *pipe {
 	p := &pipe{
 		d: d, qbytes: d.queueBytes(), skip: skip, realtime: realtime, out: out, pool: pool,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		q:    make(chan frame, delayLineSlots),
+		q:    make(chan frame, d.delayLineSlots()),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go p.run()

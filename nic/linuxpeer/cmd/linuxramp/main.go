@@ -35,18 +35,28 @@ func main() {
 	late := flag.Duration("late", 0, "reject runs whose p99 lateness exceeds this (0 = RTT/10)")
 	aggN := flag.Int("ackagg", 0, "hold the receiver's pure ACKs until this many data segments passed (0 = off)")
 	aggHold := flag.Duration("ackhold", 0, "release held ACKs after at most this long (0 = no time limit)")
+	marksFlag := flag.String("marks", "100ms,300ms,1s,2s", "comma-separated instants to report bytes received by")
 	flag.Parse()
+	var marks []time.Duration
+	for _, m := range strings.Split(*marksFlag, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(m))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "-marks: %v\n", err)
+			os.Exit(2)
+		}
+		marks = append(marks, d)
+	}
 	if *late == 0 {
 		*late = *rtt / 10
 	}
 	cfg := linuxpeer.Config{Path: linuxpeer.Symmetric(int64(*rate), *rtt, *loss), CongestionControl: *cc, Realtime: *rt, SplitGSO: *split}
 	cfg.Path.In.AckAggSegments, cfg.Path.In.AckAggHold = *aggN, *aggHold
 	fmt.Printf("path: %.0f Mbit/s, RTT %v, loss %g, ACK aggregation %d segments / %v; marks %v; reject p99 lateness > %v\n",
-		*rate/1e6, *rtt, *loss, *aggN, *aggHold, linuxpeer.DefaultMarks, *late)
+		*rate/1e6, *rtt, *loss, *aggN, *aggHold, marks, *late)
 	failed := false
 	for _, arm := range strings.Split(*arms, ",") {
 		for i := 0; i < *runs; i++ {
-			r, st, err := run(arm, cfg)
+			r, st, err := run(arm, cfg, marks)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s run %d: %v\n", arm, i+1, err)
 				failed = true
@@ -65,7 +75,7 @@ func main() {
 	}
 }
 
-func run(arm string, cfg linuxpeer.Config) (linuxpeer.RampResult, linuxpeer.PathStats, error) {
+func run(arm string, cfg linuxpeer.Config, marks []time.Duration) (linuxpeer.RampResult, linuxpeer.PathStats, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	switch arm {
@@ -82,7 +92,7 @@ func run(arm string, cfg linuxpeer.Config) (linuxpeer.RampResult, linuxpeer.Path
 		defer ln.Close()
 		r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
 			return pr.A.Dial(ctx, netip.AddrPortFrom(pr.B.Addr(), 5001))
-		}, ln, nil)
+		}, ln, marks)
 		return r, pr.Stats(), err
 	case "gvisor", "netramp":
 		p, err := linuxpeer.Start(ctx, cfg)
@@ -102,7 +112,7 @@ func run(arm string, cfg linuxpeer.Config) (linuxpeer.RampResult, linuxpeer.Path
 		defer ln.Close()
 		r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
 			return s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
-		}, ln, nil)
+		}, ln, marks)
 		return r, p.Stats(), err
 	}
 	return linuxpeer.RampResult{}, linuxpeer.PathStats{}, fmt.Errorf("unknown arm %q (linux, gvisor, netramp)", arm)
