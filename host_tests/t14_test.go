@@ -1,0 +1,92 @@
+package hosttests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/stack/vtest"
+	"github.com/netramp/netramp/tcp"
+)
+
+// rampMarks are the received-by marks of the ramp, from the first byte.
+var rampMarks = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, time.Second, 2 * time.Second}
+
+// rampRun is one arm's transfer on the t14 path and what it recorded.
+type rampRun struct {
+	arm   string
+	by    []int64
+	total time.Duration
+	reg   *counters.Registry
+}
+
+// runT14 sends n bytes A→B on the t14 preset with the sender on arm.
+func runT14(t *testing.T, arm cc.Arm, name string, n int64) rampRun {
+	t.Helper()
+	p := newPair(t, preset(t, "t14"), tcp.Options{Arm: arm}, tcp.Options{}, 1)
+	c, s := dial(t, p, vtest.SideA, 5001)
+	so, si := p.Start(c, s, n, 14)
+	si.Discard = true // the ramp is the claim here; the transfer tests check bytes
+	if err := p.Run(si.Done, 60*time.Second); err != nil {
+		t.Fatalf("arm %s: %v (received %d)", name, err, si.Bytes())
+	}
+	if err := vtest.Check(so, si, n); err != nil {
+		t.Fatal(err)
+	}
+	r := rampRun{arm: name, total: si.Duration(), reg: p.A.Counters()}
+	for _, m := range rampMarks {
+		r.by = append(r.by, si.ReceivedBy(m))
+	}
+	return r
+}
+
+func rampTable(runs ...rampRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-6s", "arm")
+	for _, m := range rampMarks {
+		fmt.Fprintf(&b, " %12s", "by "+m.String())
+	}
+	fmt.Fprintf(&b, " %12s", "all")
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\n%-6s", r.arm)
+		for _, v := range r.by {
+			fmt.Fprintf(&b, " %12s", mb(v))
+		}
+		fmt.Fprintf(&b, " %12s", r.total.Round(time.Millisecond))
+	}
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\n%s counters:", r.arm)
+		for _, name := range []string{"tcp.hystart.css", "tcp.hystart.css.entry-rounds", "tcp.hystart.resumed",
+			"tcp.hystart.exits", "tcp.hystart.exit.cwnd.bytes", "tcp.acks.cwnd-limited", "tcp.acks.not-limited",
+			"tcp.cwnd.grown.bytes", "tcp.card-stops", "tcp.retransmitted.bytes", "tcp.rto"} {
+			fmt.Fprintf(&b, " %s=%d", strings.TrimPrefix(name, "tcp."), counter(r.reg, name))
+		}
+	}
+	return b.String()
+}
+
+func TestT14ArmBRampsFasterThanArmA(t *testing.T) {
+	// The t14 path: 1 Gbit/s, 2 ms RTT, a 256-frame TX ring, ACKs
+	// aggregated per 34 segments (20 ms hold). Arm B (HyStart++ with L = 8
+	// and the half-window card rule) must have received more than arm A
+	// (RFC 5681 growth and the old card rule) at every ramp mark.
+	const n = 320 << 20
+	a := runT14(t, cc.ArmA, "A", n)
+	b := runT14(t, cc.ArmB, "B", n)
+	t.Logf("t14, %s A→B, received by (from the first byte):%s", mb(n), rampTable(a, b))
+	for i, m := range rampMarks {
+		if b.by[i] <= a.by[i] {
+			t.Errorf("received by %v: arm B %s, arm A %s: B must be larger", m, mb(b.by[i]), mb(a.by[i]))
+		}
+	}
+	hy := counter(b.reg, "tcp.hystart.css") + counter(b.reg, "tcp.hystart.exits") + counter(b.reg, "tcp.hystart.resumed")
+	if hy == 0 {
+		t.Errorf("arm B's tcp.hystart.* counters are all zero: HyStart++ never acted")
+	}
+	if got := counter(a.reg, "tcp.hystart.css") + counter(a.reg, "tcp.hystart.exits"); got != 0 {
+		t.Errorf("arm A counted %d HyStart++ events; it runs RFC 5681 slow start", got)
+	}
+}
