@@ -223,3 +223,58 @@ func TestNewRejectsStackWithoutNICs(t *testing.T) {
 		t.Fatal("New with no NICs succeeded")
 	}
 }
+
+func TestManyConcurrentConnectionsOverPipe(t *testing.T) {
+	a, b := pipePair(t, false)
+	l, err := b.Listen(netip.MustParseAddrPort("198.18.0.2:5004"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const conns, size = 50, 64 << 10
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c) // echo
+				c.Close()
+			}()
+		}
+	}()
+	errc := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		go func(i int) {
+			c, err := a.Dial(context.Background(), netip.MustParseAddrPort("198.18.0.2:5004"))
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer c.Close()
+			msg := bytes.Repeat([]byte{byte(i)}, size)
+			go c.Write(msg)
+			got := make([]byte, size)
+			if _, err := io.ReadFull(c, got); err != nil {
+				errc <- err
+				return
+			}
+			if !bytes.Equal(got, msg) {
+				errc <- io.ErrUnexpectedEOF
+				return
+			}
+			errc <- nil
+		}(i)
+	}
+	for i := 0; i < conns; i++ {
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("connections did not finish")
+		}
+	}
+}

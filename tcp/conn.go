@@ -308,7 +308,9 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
 		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
 		if !ok {
-			e.p.replyRST(id, pkt, s)
+			if out, r := e.p.buildRST(id, pkt, s); out != nil {
+				e.after = append(e.after, func() { e.p.sendBuilt(r, out, true) })
+			}
 			return
 		}
 		if len(l.accept) >= l.backlog {
@@ -329,7 +331,8 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		e.notify |= waiterReadable
 		c.handleSegment(s) // its data, if any
 		c.handOff = false
-		c.unlock()
+		c.mu.Unlock()
+		e.after = append(e.after, c.flushLater)
 		return
 	case !s.has(header.TCPFlagSyn):
 		return
@@ -351,7 +354,16 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	l.children[c] = struct{}{}
 	c.mu.Lock()
 	c.sendSYN()
-	c.unlock()
+	c.mu.Unlock()
+	e.after = append(e.after, c.flushLater)
+}
+
+// flushLater writes a child's outbox once the listener's lock is released:
+// with a pipe link or local delivery the peer answers from inside the write,
+// and that answer may need the listener.
+func (e *endpoint) flushLater() {
+	e.mu.Lock()
+	e.unlock()
 }
 
 // sendCookie answers a SYN statelessly with a SYN-ACK whose sequence number
@@ -363,7 +375,6 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 	if err != nil {
 		return
 	}
-	defer r.Release()
 	mss := so.MSS
 	if m := uint16(min(int(r.MTU())-header.TCPMinimumSize, 0xffff)); mss > m {
 		mss = m
@@ -372,10 +383,13 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 	var ob [8]byte
 	n := header.EncodeMSSOption(uint32(int(r.MTU())-header.TCPMinimumSize), ob[:])
 	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, 0xffff, ob[:n], nil, nil)
-	if e.p.write(r, out) == nil {
-		e.p.st.cookiesSent.Inc()
-	}
-	out.DecRef()
+	e.after = append(e.after, func() {
+		if e.p.write(r, out) == nil {
+			e.p.st.cookiesSent.Inc()
+		}
+		out.DecRef()
+		r.Release()
+	})
 }
 
 // newChild makes the endpoint of a passive open and registers its 4-tuple.

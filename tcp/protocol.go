@@ -133,12 +133,19 @@ func (p *protocol) HandleUnknownDestinationPacket(id stack.TransportEndpointID, 
 // replyRST sends the RST of RFC 9293 §3.10.7.1 for segment s, with no
 // endpoint state.
 func (p *protocol) replyRST(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
+	if out, r := p.buildRST(id, pkt, s); out != nil {
+		p.sendBuilt(r, out, true)
+	}
+}
+
+// buildRST builds that RST and takes a route for it; both are released by
+// sendBuilt.
+func (p *protocol) buildRST(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) (*stack.PacketBuffer, *stack.Route) {
 	net := pkt.Network()
 	r, err := p.s.FindRoute(pkt.NICID, net.DestinationAddress(), net.SourceAddress(), pkt.NetworkProtocolNumber, false)
 	if err != nil {
-		return
+		return nil, nil
 	}
-	defer r.Release()
 	var seq, ack uint32
 	flags := header.TCPFlagRst
 	if s.flags&header.TCPFlagAck != 0 {
@@ -147,11 +154,16 @@ func (p *protocol) replyRST(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 		flags |= header.TCPFlagAck
 		ack = s.seq + uint32(s.logicalLen())
 	}
-	out := p.buildPacket(r, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, nil, nil)
-	if p.write(r, out) == nil {
+	return p.buildPacket(r, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, nil, nil), r
+}
+
+// sendBuilt writes a stateless segment and releases it and its route.
+func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, rst bool) {
+	if p.write(r, out) == nil && rst {
 		p.st.rstSent.Inc()
 	}
 	out.DecRef()
+	r.Release()
 }
 
 // buildPacket makes one segment with its checksum. payload may come in two
