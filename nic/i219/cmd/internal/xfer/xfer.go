@@ -1,7 +1,8 @@
 // Package xfer is the small protocol between the QEMU guest's test program and
 // the host's sink: the guest opens a TCP connection through slirp and either
-// uploads bytes the sink hashes (PUT) or downloads a stream both sides can
-// regenerate from a seed (GET), so each end checks SHA-256 on its own.
+// uploads bytes the sink hashes and answers with the digest (PUT), or
+// downloads a seeded stream followed by the sender's digest (GET); the end
+// that received compares the digest of what it got with the sender's.
 package xfer
 
 import (
@@ -79,7 +80,8 @@ func ParseRequest(line string) (Request, error) {
 
 // Serve handles one connection on the sink's side and returns what it did:
 // for PUT it reads Size bytes and answers "<sha256> <size>\n"; for GET it
-// writes Size bytes of the pattern.
+// writes Size bytes of the pattern, then "<sha256> <size>\n" of what it
+// wrote.
 func Serve(c io.ReadWriter) (Request, string, error) {
 	br := bufio.NewReader(c)
 	line, err := br.ReadString('\n')
@@ -102,8 +104,12 @@ func Serve(c io.ReadWriter) (Request, string, error) {
 		return req, sum, err
 	default:
 		h := sha256.New()
-		_, err := io.CopyN(io.MultiWriter(c, h), Pattern(req.Seed), req.Size)
-		return req, hex.EncodeToString(h.Sum(nil)), err
+		if _, err := io.CopyN(io.MultiWriter(c, h), Pattern(req.Seed), req.Size); err != nil {
+			return req, "", err
+		}
+		sum := hex.EncodeToString(h.Sum(nil))
+		_, err := fmt.Fprintf(c, "%s %d\n", sum, req.Size)
+		return req, sum, err
 	}
 }
 
@@ -129,19 +135,30 @@ func Put(c io.ReadWriter, seed uint64, n int64) (string, error) {
 }
 
 // Get downloads n bytes seeded by seed from c and checks their SHA-256
-// against the pattern's; it returns the digest.
+// against the digest the sender appends; it returns the digest.
 func Get(c io.ReadWriter, seed uint64, n int64) (string, error) {
 	if _, err := io.WriteString(c, Request{Op: "GET", Size: n, Seed: seed}.String()); err != nil {
 		return "", err
 	}
+	br := bufio.NewReader(c)
 	h := sha256.New()
-	got, err := io.CopyN(h, c, n)
+	got, err := io.CopyN(h, br, n)
 	sum := hex.EncodeToString(h.Sum(nil))
 	if err != nil {
 		return sum, fmt.Errorf("xfer: GET got %d of %d bytes: %w", got, n, err)
 	}
-	if want := PatternSum(seed, n); sum != want {
-		return sum, fmt.Errorf("xfer: GET: received sha256 %s, pattern has %s", sum, want)
+	return sum, CheckTrailer(br, sum, n)
+}
+
+// CheckTrailer reads the sender's "<sha256> <size>" line and compares it
+// with the digest of what was received.
+func CheckTrailer(r io.Reader, sum string, n int64) error {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("xfer: reading the sender's digest: %w", err)
 	}
-	return sum, nil
+	if got, want := strings.TrimSpace(line), fmt.Sprintf("%s %d", sum, n); got != want {
+		return fmt.Errorf("xfer: sender's digest is %q, received %q", got, want)
+	}
+	return nil
 }

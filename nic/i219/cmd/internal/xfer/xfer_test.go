@@ -37,8 +37,10 @@ func TestGetDetectsOneCorruptByte(t *testing.T) {
 		buf := make([]byte, 64)
 		c.Read(buf)
 		data, _ := io.ReadAll(io.LimitReader(Pattern(3), n))
+		want := PatternSum(3, n)
 		data[1000] ^= 1
 		c.Write(data)
+		io.WriteString(c, want+" 4096\n")
 	})
 	if _, err := Get(c, 3, n); err == nil {
 		t.Fatal("Get accepted a corrupted stream")
