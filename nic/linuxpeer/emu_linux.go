@@ -30,11 +30,12 @@ type Dir struct {
 	// bandwidth-delay products (rate × 2·Delay), at least 256 KiB.
 	QueueBytes int
 	// AckAggSegments and AckAggHold hold pure ACKs in this direction and
-	// release them together once the other direction has carried
+	// release them together once the other direction has delivered
 	// AckAggSegments data segments since the last release, or AckAggHold
 	// after the first ACK was held, whichever comes first (a receiver's
-	// interrupt moderation or a Wi-Fi aggregate does this). Zero turns
-	// each trigger off; both zero, ACKs pass at once.
+	// interrupt moderation or a Wi-Fi aggregate does this); any other frame
+	// releases the held ACKs ahead of itself. Zero turns each trigger off;
+	// both zero, ACKs pass at once.
 	AckAggSegments int
 	AckAggHold     time.Duration
 }
@@ -138,6 +139,7 @@ type pipe struct {
 type frame struct {
 	b       *[]byte
 	n       int
+	segs    int // data segments carried, counted only when the other way aggregates ACKs
 	release time.Time
 }
 
@@ -200,17 +202,19 @@ func (p *pipe) submit(parts ...[]byte) {
 			p.mu.Unlock()
 			return
 		}
+		if len(p.held) > 0 {
+			// Anything else releases the held ACKs ahead of itself: the
+			// path reorders nothing.
+			p.releaseLocked(now)
+		}
 	}
-	p.scheduleLocked(buf, n, now)
+	p.scheduleLocked(buf, n, segs, now)
 	p.mu.Unlock()
-	if segs > 0 && p.other != nil && p.other.d.AckAggSegments > 0 {
-		p.other.sawData(segs)
-	}
 }
 
 // scheduleLocked puts one frame through the bottleneck and into the delay
 // line, or drops it.
-func (p *pipe) scheduleLocked(buf *[]byte, n int, now time.Time) {
+func (p *pipe) scheduleLocked(buf *[]byte, n, segs int, now time.Time) {
 	wire := n - p.skip
 	depart := now
 	if p.d.RateBps > 0 {
@@ -227,7 +231,7 @@ func (p *pipe) scheduleLocked(buf *[]byte, n int, now time.Time) {
 		p.nextFree = depart
 	}
 	select {
-	case p.q <- frame{b: buf, n: n, release: depart.Add(p.d.Delay)}:
+	case p.q <- frame{b: buf, n: n, segs: segs, release: depart.Add(p.d.Delay)}:
 	default:
 		p.overflow.Add(1)
 		p.pool.put(buf)
@@ -257,7 +261,7 @@ func (p *pipe) releaseLocked(now time.Time) {
 		p.holdTimer = nil
 	}
 	for _, f := range p.held {
-		p.scheduleLocked(f.b, f.n, now)
+		p.scheduleLocked(f.b, f.n, 0, now)
 	}
 	if len(p.held) > 0 {
 		p.releases.Add(1)
@@ -342,6 +346,10 @@ func (p *pipe) run() {
 		} else {
 			p.frames.Add(1)
 			p.bytes.Add(int64(f.n - p.skip))
+			if f.segs > 0 && p.other != nil && p.other.d.AckAggSegments > 0 {
+				// The other way's held ACKs wait for data delivered here.
+				p.other.sawData(f.segs)
+			}
 		}
 		p.pool.put(f.b)
 		p.record(late)

@@ -10,15 +10,23 @@ import (
 )
 
 type arrivals struct {
-	mu sync.Mutex
-	t  []time.Time
+	mu   sync.Mutex
+	t    []time.Time
+	lens []int
 }
 
 func (a *arrivals) out(b []byte) error {
 	a.mu.Lock()
 	a.t = append(a.t, time.Now())
+	a.lens = append(a.lens, len(b))
 	a.mu.Unlock()
 	return nil
+}
+
+func (a *arrivals) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.t)
 }
 
 func (a *arrivals) wait(t *testing.T, n int, within time.Duration) []time.Time {
@@ -146,25 +154,32 @@ func TestPipeAggregatesAcksUntilDataOrHold(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		ack.submit(tcpFrame(0, header.TCPFlagAck))
 	}
-	ack.submit(tcpFrame(10, header.TCPFlagAck|header.TCPFlagPsh)) // data the ACK way is not held
 	time.Sleep(10 * time.Millisecond)
-	if got := len(acks.wait(t, 1, time.Second)); got != 1 {
-		t.Fatalf("%d frames passed before any data, want only the data frame", got)
+	if n := acks.count(); n != 0 {
+		t.Fatalf("%d ACKs passed before any data, want them held", n)
 	}
 	for i := 0; i < 4; i++ {
 		data.submit(tcpFrame(1000, header.TCPFlagAck))
 	}
-	acks.wait(t, 4, time.Second) // the fourth data segment releases the three ACKs
+	acks.wait(t, 3, time.Second) // the fourth data segment delivered releases the three ACKs
+
+	ack.submit(tcpFrame(0, header.TCPFlagAck))
+	ack.submit(tcpFrame(0, header.TCPFlagAck))
+	ack.submit(tcpFrame(10, header.TCPFlagAck|header.TCPFlagPsh))
+	acks.wait(t, 6, time.Second) // data the ACK way releases the held ACKs ahead of itself
+	if got := acks.lens[5]; got != len(tcpFrame(10, 0)) {
+		t.Errorf("the last frame out is %d bytes, want the data frame after the ACKs it released", got)
+	}
 
 	start := time.Now()
 	ack.submit(tcpFrame(0, header.TCPFlagAck))
-	at := acks.wait(t, 5, time.Second)
-	if d := at[4].Sub(start); d < 50*time.Millisecond {
+	at := acks.wait(t, 7, time.Second)
+	if d := at[6].Sub(start); d < 50*time.Millisecond {
 		t.Errorf("a lone ACK left after %v, before its 50 ms hold", d)
 	}
-	if s := ack.stats(); s.AcksHeld != 4 || s.Releases != 2 {
-		t.Errorf("held %d ACKs in %d releases, want 4 in 2", s.AcksHeld, s.Releases)
+	if s := ack.stats(); s.AcksHeld != 6 || s.Releases != 3 {
+		t.Errorf("held %d ACKs in %d releases, want 6 in 3", s.AcksHeld, s.Releases)
 	}
 	ack.submit(tcpFrame(0, header.TCPFlagAck|header.TCPFlagSyn))
-	acks.wait(t, 6, time.Second) // a SYN-ACK is not a pure ACK: it passes at once
+	acks.wait(t, 8, time.Second) // a SYN-ACK is not a pure ACK: it passes at once
 }
