@@ -147,6 +147,7 @@ type endpoint struct {
 	sackScratch []rtxq.Range
 	rtoEpisode  bool
 	undoable    bool // the last reduction may be undone by DSACK/timestamps evidence
+	undoRetrans int  // retransmissions of this episode not yet reported spurious
 	retransTS   uint32
 
 	// receive side

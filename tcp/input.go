@@ -381,8 +381,16 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	}
 	// Spurious retransmission evidence: D-SACK of a retransmission, or an
 	// ACK echoing a timestamp older than the RTO's retransmission (RFC 3522).
-	if e.undoable && (res.DSACK && res.SpuriousHint ||
-		e.rtoEpisode && progress && e.tsOK && opts.TS && opts.TSEcr != 0 && int32(opts.TSEcr-e.retransTS) < 0) {
+	// A recovery is undone only when every retransmission it made has been
+	// reported spurious (RFC 8985 §9.3's intent, RFC 9438 §4.9): one D-SACK
+	// among real losses proves nothing.
+	spuriousRTO := e.rtoEpisode && progress && e.tsOK && opts.TS && opts.TSEcr != 0 && int32(opts.TSEcr-e.retransTS) < 0
+	allDSACKed := false
+	if e.undoable && res.DSACK && res.SpuriousHint && e.undoRetrans > 0 {
+		e.undoRetrans--
+		allDSACKed = e.undoRetrans == 0
+	}
+	if e.undoable && (spuriousRTO || allDSACKed) {
 		e.undoable = false
 		e.ctl.OnSpurious(now)
 		e.p.st.spurious.Inc()
@@ -443,6 +451,7 @@ func (e *endpoint) enterRecovery(now time.Duration) {
 	e.inRecovery = true
 	e.recoverPt = e.sndNxt
 	e.undoable = true
+	e.undoRetrans = 0
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
 	e.q.SetInRecovery(true)
@@ -777,6 +786,7 @@ func (e *endpoint) onRetransmitTimer() {
 	e.inRecovery = false
 	e.recoverPt = e.sndNxt
 	e.undoable = true
+	e.undoRetrans = 0
 	e.retransTS = e.tsVal()
 	e.q.SetInRecovery(true)
 	e.output()

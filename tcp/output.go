@@ -423,6 +423,9 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 		return
 	}
 	e.q.Retransmitted(start, now)
+	if e.undoable {
+		e.undoRetrans++
+	}
 	e.sendData(start, end, fin, true)
 	if e.pace != nil {
 		e.pace.Sent(now, int(end-start)+header.TCPMinimumSize)

@@ -13,7 +13,7 @@ import (
 )
 
 func TestSynAckAgreesToEveryOfferedOption(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	h.listen(80, 8)
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
 		opts: synOptions(1200, 4, true, true, 777)})
@@ -37,7 +37,7 @@ func TestSynAckAgreesToEveryOfferedOption(t *testing.T) {
 }
 
 func TestSynAckOffersNothingThePeerDidNotOffer(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	h.listen(80, 8)
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
 		opts: synOptions(1200, -1, false, false, 0)})
@@ -48,7 +48,7 @@ func TestSynAckOffersNothingThePeerDidNotOffer(t *testing.T) {
 }
 
 func TestWindowIsScaledOnlyAfterTheHandshake(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 2, true, false, 0))
 	c.send(header.TCPFlagAck|header.TCPFlagPsh, make([]byte, 100))
 	h.clk.RunFor(time.Second) // delayed ACK
@@ -61,7 +61,7 @@ func TestWindowIsScaledOnlyAfterTheHandshake(t *testing.T) {
 }
 
 func TestPAWSDropsSegmentWithOldTimestamp(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, true, 100))
 	c.send(header.TCPFlagAck|header.TCPFlagPsh, []byte("fresh"))
 	h.clk.RunFor(time.Second)
@@ -84,7 +84,7 @@ func TestPAWSDropsSegmentWithOldTimestamp(t *testing.T) {
 }
 
 func TestInWindowRSTGetsChallengeAckAndExactRSTResets(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 100, flags: header.TCPFlagRst})
 	a := h.one()
@@ -107,7 +107,7 @@ func TestInWindowRSTGetsChallengeAckAndExactRSTResets(t *testing.T) {
 }
 
 func TestSYNOnEstablishedConnectionGetsChallengeAck(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 5, flags: header.TCPFlagSyn, wnd: 65535})
 	a := h.one()
@@ -120,7 +120,7 @@ func TestSYNOnEstablishedConnectionGetsChallengeAck(t *testing.T) {
 }
 
 func TestAckOfUnsentDataIsDroppedAndAnswered(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + 5000, flags: header.TCPFlagAck | header.TCPFlagPsh,
 		wnd: 65535, payload: []byte("x")})
@@ -134,7 +134,7 @@ func TestAckOfUnsentDataIsDroppedAndAnswered(t *testing.T) {
 }
 
 func TestZeroWindowHoldsDataAndProbes(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 0, true, false, 0))
 	// The peer closes its window.
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 0})
@@ -167,7 +167,7 @@ func TestZeroWindowHoldsDataAndProbes(t *testing.T) {
 }
 
 func TestFinInEstablishedMovesToCloseWaitAndReadsEOF(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	c.send(header.TCPFlagAck|header.TCPFlagPsh|header.TCPFlagFin, []byte("bye"))
 	a := h.one()
@@ -202,7 +202,7 @@ func TestFinInEstablishedMovesToCloseWaitAndReadsEOF(t *testing.T) {
 }
 
 func TestActiveCloseGoesThroughFinWaitToTimeWait(t *testing.T) {
-	h := newHarness(t, tcp.Options{TimeWait: 2 * time.Second})
+	h := newSegHarness(t, tcp.Options{TimeWait: 2 * time.Second})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	c.ep.Shutdown(tcpip.ShutdownWrite)
 	f := h.one()
@@ -231,7 +231,7 @@ func TestActiveCloseGoesThroughFinWaitToTimeWait(t *testing.T) {
 }
 
 func TestSimultaneousCloseGoesThroughClosing(t *testing.T) {
-	h := newHarness(t, tcp.Options{TimeWait: time.Second})
+	h := newSegHarness(t, tcp.Options{TimeWait: time.Second})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	c.ep.Shutdown(tcpip.ShutdownWrite)
 	h.one() // our FIN
@@ -249,7 +249,7 @@ func TestSimultaneousCloseGoesThroughClosing(t *testing.T) {
 }
 
 func TestSegmentToNoListenerGetsRST(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	h.inject(pseg{srcPort: peerPort, dstPort: 99, seq: 500, flags: header.TCPFlagSyn, wnd: 1000})
 	r := h.one()
 	if !r.has(header.TCPFlagRst|header.TCPFlagAck) || r.ack != 501 || r.seq != 0 {
@@ -265,7 +265,7 @@ func TestSegmentToNoListenerGetsRST(t *testing.T) {
 }
 
 func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	l, _ := h.listen(80, 1) // SYN queue of 8
 	for i := 0; i < 8; i++ {
 		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
@@ -310,7 +310,7 @@ func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
 // sent, so when credit returns they go as first transmissions at the same
 // sequence numbers, not as retransmissions, and nothing is counted lost.
 func TestCardRefusalIsNotCountedInFlight(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	h.link.refuse = true
 	c.write(t, make([]byte, 4000))
@@ -361,7 +361,7 @@ func TestCardRefusalIsNotCountedInFlight(t *testing.T) {
 }
 
 func TestMalformedHeadersAreCountedNotFatal(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, true, 1))
 	base := pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 100}
 	// Data offset below 5 words.
@@ -400,7 +400,7 @@ func TestMalformedHeadersAreCountedNotFatal(t *testing.T) {
 // §3.10.7.4 lets a receiver keep them; dropping them turns one loss into a
 // window's worth), and the hole's repair delivers the whole window.
 func TestOutOfOrderStoreHoldsTheWholeAdvertisedWindow(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	// One byte, read at once, so the delayed ACK shows the full window.
 	c.send(header.TCPFlagAck|header.TCPFlagPsh, []byte{1})
@@ -440,7 +440,7 @@ func TestOutOfOrderStoreHoldsTheWholeAdvertisedWindow(t *testing.T) {
 // retransmits many segments on ACKs, followed by an RTO, must not reset a
 // connection; only RTO-timer retransmissions count toward giving up.
 func TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget(t *testing.T) {
-	h := newHarness(t, tcp.Options{InitialWindow: 64})
+	h := newSegHarness(t, tcp.Options{InitialWindow: 64})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	const segs = 48
 	c.write(t, make([]byte, segs*1460))
@@ -484,7 +484,7 @@ func TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget(t *testing.T) {
 }
 
 func TestDelayedAckCoversAtMostTwoFullSegments(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	c.send(header.TCPFlagAck, make([]byte, 1460))
 	h.none() // one full segment: the ACK may wait
@@ -503,7 +503,7 @@ func TestDelayedAckCoversAtMostTwoFullSegments(t *testing.T) {
 }
 
 func TestOutOfOrderSegmentIsAckedAtOnceWithSACK(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 1460, ack: c.hostNxt, flags: header.TCPFlagAck,
 		wnd: 65535, payload: make([]byte, 1460)})
@@ -523,7 +523,7 @@ func TestOutOfOrderSegmentIsAckedAtOnceWithSACK(t *testing.T) {
 }
 
 func TestRSTToSynSentRefusesTheConnection(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	wq := new(waiter.Queue)
 	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
 	defer ep.Close()
@@ -548,7 +548,7 @@ func TestRSTToSynSentRefusesTheConnection(t *testing.T) {
 }
 
 func TestSimultaneousOpenEstablishes(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	wq := new(waiter.Queue)
 	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
 	defer ep.Close()
@@ -574,7 +574,7 @@ func TestSimultaneousOpenEstablishes(t *testing.T) {
 }
 
 func TestSynIsRetransmittedWithBackoffThenTimesOut(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	wq := new(waiter.Queue)
 	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
 	defer ep.Close()
@@ -597,7 +597,7 @@ func TestSynIsRetransmittedWithBackoffThenTimesOut(t *testing.T) {
 }
 
 func TestKeepaliveProbesAnIdleConnectionThenGivesUp(t *testing.T) {
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	idle := tcpip.KeepaliveIdleOption(10 * time.Second)
 	intvl := tcpip.KeepaliveIntervalOption(time.Second)
@@ -629,7 +629,7 @@ func TestKeepaliveProbesAnIdleConnectionThenGivesUp(t *testing.T) {
 
 func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
 	// A small peer window: the sender stops on it, never on cwnd.
-	h := newHarness(t, tcp.Options{})
+	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 0, true, false, 0))
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 4380})
 	before := h.reg.Snapshot()
@@ -657,7 +657,7 @@ func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
 // the original transmission, not of the RTO's retransmission, shows the
 // timeout was spurious (RFC 3522); the window reduction is undone.
 func TestSpuriousRTOIsUndoneByTimestamps(t *testing.T) {
-	h := newHarness(t, tcp.Options{InitialWindow: 20})
+	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
 	c := h.accept(80, synOptions(1460, 7, true, true, 1))
 	info := func() tcpip.TCPInfoOption {
 		var i tcpip.TCPInfoOption

@@ -66,8 +66,8 @@ func (l *captureLink) release() {
 	}
 }
 
-// harness is one stack with our TCP on a capture link, and a scripted peer.
-type harness struct {
+// segHarness is one stack with our TCP on a capture link, and a scripted peer.
+type segHarness struct {
 	t    *testing.T
 	clk  *vclock.Clock
 	link *captureLink
@@ -82,7 +82,7 @@ var (
 
 const peerPort = 40000
 
-func newHarness(t *testing.T, o tcp.Options) *harness {
+func newSegHarness(t *testing.T, o tcp.Options) *segHarness {
 	t.Helper()
 	clk := vclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	link := &captureLink{Endpoint: channel.New(1024, 1500, "")}
@@ -94,7 +94,7 @@ func newHarness(t *testing.T, o tcp.Options) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return &harness{t: t, clk: clk, link: link, s: s, reg: reg}
+	return &segHarness{t: t, clk: clk, link: link, s: s, reg: reg}
 }
 
 // pseg is a segment the peer sends, or one read back from the host.
@@ -116,13 +116,13 @@ func (s pseg) synOpts() header.TCPSynOptions {
 func (s pseg) tcpOpts() header.TCPOptions { return header.ParseTCPOptions(s.opts) }
 
 // inject delivers s from the peer to the host, as if it came off the wire.
-func (h *harness) inject(s pseg) {
+func (h *segHarness) inject(s pseg) {
 	h.injectRaw(s, nil)
 }
 
 // injectRaw delivers s, letting mangle edit the TCP header bytes afterwards
 // (the checksum is recomputed after mangle unless mangle returns false).
-func (h *harness) injectRaw(s pseg, mangle func(header.TCP) bool) {
+func (h *segHarness) injectRaw(s pseg, mangle func(header.TCP) bool) {
 	optLen := (len(s.opts) + 3) &^ 3
 	tcpLen := header.TCPMinimumSize + optLen
 	b := make([]byte, header.IPv4MinimumSize+tcpLen+len(s.payload))
@@ -151,7 +151,7 @@ func (h *harness) injectRaw(s pseg, mangle func(header.TCP) bool) {
 }
 
 // out returns every segment the host has sent since the last call.
-func (h *harness) out() []pseg {
+func (h *segHarness) out() []pseg {
 	var segs []pseg
 	for {
 		pkt := h.link.Read()
@@ -175,7 +175,7 @@ func (h *harness) out() []pseg {
 }
 
 // one returns the single segment sent since the last call.
-func (h *harness) one() pseg {
+func (h *segHarness) one() pseg {
 	h.t.Helper()
 	segs := h.out()
 	if len(segs) != 1 {
@@ -184,16 +184,16 @@ func (h *harness) one() pseg {
 	return segs[0]
 }
 
-func (h *harness) none() {
+func (h *segHarness) none() {
 	h.t.Helper()
 	if segs := h.out(); len(segs) != 0 {
 		h.t.Fatalf("host sent %d segments, want none: %+v", len(segs), segs)
 	}
 }
 
-func (h *harness) count(name string) uint64 { return h.reg.Snapshot()[name] }
+func (h *segHarness) count(name string) uint64 { return h.reg.Snapshot()[name] }
 
-func (h *harness) listen(port uint16, backlog int) (tcpip.Endpoint, *waiter.Queue) {
+func (h *segHarness) listen(port uint16, backlog int) (tcpip.Endpoint, *waiter.Queue) {
 	h.t.Helper()
 	wq := new(waiter.Queue)
 	ep, err := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
@@ -243,7 +243,7 @@ func tsOption(val, ecr uint32) []byte {
 // conn is an established passive connection with the scripted peer's
 // sequence state.
 type conn struct {
-	h        *harness
+	h        *segHarness
 	ep       tcpip.Endpoint
 	wq       *waiter.Queue
 	port     uint16
@@ -257,7 +257,7 @@ type conn struct {
 
 // accept completes a handshake from the peer to a listener on port with the
 // given SYN options and returns the accepted endpoint.
-func (h *harness) accept(port uint16, opts []byte) *conn {
+func (h *segHarness) accept(port uint16, opts []byte) *conn {
 	h.t.Helper()
 	l, _ := h.listen(port, 8)
 	c := &conn{h: h, port: port, peerNxt: 1000}

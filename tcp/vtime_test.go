@@ -437,3 +437,56 @@ func TestPacingSpreadsTheWindow(t *testing.T) {
 		t.Errorf("paced sender sent %d segments at one instant", paced)
 	}
 }
+
+// TestBlackoutRecoversByBackedOffRTOsWithoutGivingUp: five seconds with the
+// path down in both directions; RTOs back off, no reset, and the transfer
+// completes once the path returns.
+func TestBlackoutRecoversByBackedOffRTOsWithoutGivingUp(t *testing.T) {
+	c := lanCfg()
+	c.AtoB.Blackouts = []wire.Window{{Start: 20 * time.Millisecond, End: 5020 * time.Millisecond}}
+	c.BtoA.Blackouts = c.AtoB.Blackouts
+	p := newVPair(t, c, tcp.Options{}, tcp.Options{}, 21)
+	d, _ := p.transfer(t, 8<<20, 120*time.Second)
+	s := p.ra.Snapshot()
+	t.Logf("8 MB across a 5 s blackout in %v: %d RTOs", d, s["tcp.rto"])
+	if s["tcp.rto"] < 3 || s["tcp.rto"] > 8 {
+		t.Errorf("%d RTOs across a 5 s blackout; backoff from 1 s wants 3 to 8", s["tcp.rto"])
+	}
+	if d > 12*time.Second {
+		t.Errorf("took %v after a 5 s blackout", d)
+	}
+}
+
+// TestLossyLongPathCompletes is the lossy-proxy rig (100 ms RTT, 5% loss
+// each way) that stalled transfers for minutes: 1 MB must arrive intact, and
+// no RTO retransmission budget may run out.
+func TestLossyLongPathCompletes(t *testing.T) {
+	c, err := wire.Preset("pilot-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newVPair(t, c, tcp.Options{}, tcp.Options{}, 22)
+	d, _ := p.transfer(t, 1<<20, 120*time.Second)
+	s := p.ra.Snapshot()
+	t.Logf("1 MB at 5%% loss, 100 ms RTT: %v, %d recoveries, %d RTOs", d, s["tcp.recoveries"], s["tcp.rto"])
+	if s["tcp.give-ups"] != 0 {
+		t.Fatal("a connection gave up")
+	}
+}
+
+// TestOneDSACKDoesNotUndoARecoveryWithRealLosses: slow start overflows a
+// queue and loses hundreds of segments; a D-SACK for one needless
+// retransmission among them must not restore the window (RFC 9438 §4.9 undoes
+// only a congestion event shown spurious).
+func TestOneDSACKDoesNotUndoARecoveryWithRealLosses(t *testing.T) {
+	p := newVPair(t, lanCfg(), tcp.Options{}, tcp.Options{}, 21)
+	p.transfer(t, 8<<20, 60*time.Second)
+	ab, _ := p.w.Stats()
+	s := p.ra.Snapshot()
+	if ab.DropQueue < 100 {
+		t.Fatalf("only %d queue drops; the test needs a real loss episode", ab.DropQueue)
+	}
+	if s["tcp.spurious"] != 0 || s["tcp.cc.undos"] != 0 {
+		t.Fatalf("recovery undone (%d spurious, %d undos) after %d real drops", s["tcp.spurious"], s["tcp.cc.undos"], ab.DropQueue)
+	}
+}
