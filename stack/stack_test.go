@@ -278,3 +278,36 @@ func TestManyConcurrentConnectionsOverPipe(t *testing.T) {
 		}
 	}
 }
+
+func TestIPv6DialListen(t *testing.T) {
+	la, lb := pipe.New("", "", 1500)
+	a, err := New(Options{NICs: []NIC{{Link: la, Addr: netip.MustParsePrefix("fd00::1/64")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Options{NICs: []NIC{{Link: lb, Addr: netip.MustParsePrefix("fd00::2/64")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	l, err := b.Listen(netip.MustParseAddrPort("[fd00::2]:5005"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Write([]byte("over v6"))
+			c.Close()
+		}
+	}()
+	c, err := a.Dial(context.Background(), netip.MustParseAddrPort("[fd00::2]:5005"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "over v6" {
+		t.Fatalf("ReadAll = %q, %v", got, err)
+	}
+}

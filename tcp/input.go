@@ -179,7 +179,9 @@ func (e *endpoint) handleSegment(s *segment) {
 			}
 			e.closeLocked(&tcpip.ErrConnectionRefused{})
 		case StateTimeWait:
-			e.closeLocked(nil)
+			// RFC 1337 §3 (TIME-WAIT assassination): a RST in TIME-WAIT is
+			// ignored, so old duplicates cannot reach a new incarnation.
+			return
 		case StateLastAck, StateClosing:
 			e.closeLocked(nil)
 		default:

@@ -690,3 +690,42 @@ func TestSpuriousRTOIsUndoneByTimestamps(t *testing.T) {
 		t.Fatalf("cwnd %d after the undo, want at least %d", got, cwnd0)
 	}
 }
+
+func TestZeroLingerCloseSendsRST(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.ep.SocketOptions().SetLinger(tcpip.LingerOption{Enabled: true, Timeout: 0})
+	c.ep.Close()
+	r := h.one()
+	if !r.has(header.TCPFlagRst) || r.seq != c.hostNxt {
+		t.Fatalf("want RST at %d on a zero-linger close, got %+v", c.hostNxt, r)
+	}
+}
+
+func TestCloseWithUnreadDataSendsRST(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.send(header.TCPFlagAck|header.TCPFlagPsh, []byte("unread"))
+	h.out()
+	c.ep.Close()
+	if r := h.one(); !r.has(header.TCPFlagRst) {
+		t.Fatalf("want RST when closing with unread data (RFC 9293 §3.10.4), got %+v", r)
+	}
+}
+
+func TestRSTInTimeWaitIsIgnored(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{TimeWait: 10 * time.Second})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.ep.Shutdown(tcpip.ShutdownWrite)
+	h.one()
+	c.hostNxt++
+	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
+	h.out()
+	if tcp.State(c.ep.State()) != tcp.StateTimeWait {
+		t.Fatal("not in TIME-WAIT")
+	}
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, flags: header.TCPFlagRst})
+	if tcp.State(c.ep.State()) != tcp.StateTimeWait {
+		t.Fatal("a RST ended TIME-WAIT (RFC 1337)")
+	}
+}
