@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -35,8 +36,12 @@ func main() {
 	late := flag.Duration("late", 0, "reject runs whose p99 lateness exceeds this (0 = RTT/10)")
 	aggN := flag.Int("ackagg", 0, "hold the receiver's pure ACKs until this many data segments passed (0 = off)")
 	aggHold := flag.Duration("ackhold", 0, "release held ACKs after at most this long (0 = no time limit)")
+	procs := flag.Int("procs", 0, "GOMAXPROCS (0 = leave): extra Ps let the emulator's threads run beside a busy in-process stack")
 	marksFlag := flag.String("marks", "100ms,300ms,1s,2s", "comma-separated instants to report bytes received by")
 	flag.Parse()
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
 	var marks []time.Duration
 	for _, m := range strings.Split(*marksFlag, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(m))
