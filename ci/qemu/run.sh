@@ -16,7 +16,7 @@ export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 BOOT_TIMEOUT=${NETRAMP_QEMU_TIMEOUT:-240}
 BOOTS=${NETRAMP_QEMU_BOOTS:-"plain iommu ref"}
 PLAN_PLAIN=${NETRAMP_QEMU_PLAN_PLAIN:-"sysfs:regs,smoke,e2e,flap,rxflood/uio:regs,smoke,e2e"}
-PLAN_IOMMU=${NETRAMP_QEMU_PLAN_IOMMU:-"vfio:regs,smoke,e2e"}
+PLAN_IOMMU=${NETRAMP_QEMU_PLAN_IOMMU:-"vfio:regs,smoke,e2e,e2ecsum"}
 PLAN_REF=${NETRAMP_QEMU_PLAN_REF:-"kernel:e2e,flap"}
 TCP_IMPL=${NETRAMP_QEMU_TCP:-ours}
 CACHE=${NETRAMP_QEMU_CACHE:-/var/tmp/netramp-qemu}
@@ -228,7 +228,7 @@ boot() {
 		smoke/sysfs) exp+=(arp@10.0.2.21) ;;
 		smoke/uio) exp+=(arp@10.0.2.22) ;;
 		smoke/vfio) exp+=(arp@10.0.2.23) ;;
-		e2e/* | flap/*) exp+=(tcp) ;;
+		e2e/* | e2ecsum/* | flap/*) exp+=(tcp) ;;
 		rxflood/*) exp+=(udp-in) ;;
 		esac
 	done

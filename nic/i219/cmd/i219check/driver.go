@@ -83,9 +83,9 @@ type driverEnv struct {
 	s   *stack.Stack
 }
 
-func openDriverEnv(backend string, gvisorTCP bool) (*driverEnv, error) {
+func openDriverEnv(backend string, gvisorTCP, csumOffload bool) (*driverEnv, error) {
 	reg := counters.NewRegistry()
-	ep, err := openEndpoint(backend, i219.Config{Counters: reg})
+	ep, err := openEndpoint(backend, i219.Config{Counters: reg, RXChecksumOffload: csumOffload})
 	if err != nil {
 		return nil, err
 	}

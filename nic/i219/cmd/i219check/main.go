@@ -19,7 +19,7 @@ import (
 
 func main() {
 	backend := flag.String("backend", "sysfs", "how the card is reached: sysfs, uio or vfio")
-	checks := flag.String("checks", "regs", "comma-separated checks to run: regs, linkregs, smoke, e2e, flap, rxflood")
+	checks := flag.String("checks", "regs", "comma-separated checks to run: regs, linkregs, smoke, e2e, e2ecsum (e2e with RX checksum offload), flap, rxflood")
 	flag.StringVar(&tcpImpl, "tcp", "ours", "the TCP over the driver: ours (netramp's) or gvisor")
 	sink := flag.String("sink", "10.0.2.2:1", "the host's sink as slirp shows it")
 	flag.Int64Var(&xferSize, "size", xferSize, "bytes per transfer")
@@ -94,8 +94,8 @@ func run(check, backend string) (string, error) {
 		return checkSmoke(backend)
 	case "rxflood":
 		return checkRXFlood(backend)
-	case "e2e", "flap":
-		e, err := openEnv(backend)
+	case "e2e", "e2ecsum", "flap":
+		e, err := openEnv(backend, check == "e2ecsum")
 		if err != nil {
 			return "", err
 		}
@@ -105,8 +105,14 @@ func run(check, backend string) (string, error) {
 			impl = "linux"
 		}
 		var detail string
-		if check == "e2e" {
+		if check != "flap" {
 			detail, err = checkE2E(e)
+			if d, ok := e.(*driverEnv); ok && err == nil && check == "e2ecsum" {
+				// Offload that was asked for but never used proves nothing.
+				if d.reg.Lookup("nic.rx.csum-offloaded").Load() == 0 {
+					err = fmt.Errorf("no frame took the offloaded checksum path; %s", detail)
+				}
+			}
 		} else {
 			detail, err = checkFlap(e)
 		}
@@ -116,10 +122,10 @@ func run(check, backend string) (string, error) {
 }
 
 // openEnv brings up the network for backend.
-func openEnv(backend string) (netEnv, error) {
+func openEnv(backend string, csumOffload bool) (netEnv, error) {
 	switch backend {
 	case "kernel":
 		return kernelEnv{ifname: "eth0"}, nil
 	}
-	return openDriverEnv(backend, tcpImpl == "gvisor")
+	return openDriverEnv(backend, tcpImpl == "gvisor", csumOffload)
 }
