@@ -171,14 +171,12 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 		}
 		return
 	}
-	{
-		e.closeMu.Lock()
-		if !e.started && !e.closed {
-			e.started = true
-			go e.readLoop()
-		}
-		e.closeMu.Unlock()
+	e.closeMu.Lock()
+	if !e.started && !e.closed {
+		e.started = true
+		go e.readLoop()
 	}
+	e.closeMu.Unlock()
 }
 
 // IsAttached implements stack.LinkEndpoint.
