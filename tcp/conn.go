@@ -538,6 +538,8 @@ func (e *endpoint) growRcv(nb int) {
 	e.rcvHead = 0
 	e.rcvBuf = nb
 	e.ooo.SetLimit(nb + 1<<e.rcvWS)
+	// One range per hole: the range bound must follow the window too.
+	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + 1<<e.rcvWS))
 }
 
 // Write implements tcpip.Endpoint. A full send queue returns ErrWouldBlock

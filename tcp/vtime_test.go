@@ -490,3 +490,27 @@ func TestOneDSACKDoesNotUndoARecoveryWithRealLosses(t *testing.T) {
 		t.Fatalf("recovery undone (%d spurious, %d undos) after %d real drops", s["tcp.spurious"], s["tcp.cc.undos"], ab.DropQueue)
 	}
 }
+
+// TestGrownWindowKeepsEveryOutOfOrderSegment: slow start overflows a queue
+// with a window grown far past its start, leaving hundreds of holes; the
+// receiver keeps every segment that arrived (the store's byte and range
+// bounds follow the window), so each loss is retransmitted once and nothing
+// arrives twice.
+func TestGrownWindowKeepsEveryOutOfOrderSegment(t *testing.T) {
+	p := newVPair(t, lanCfg(), tcp.Options{}, tcp.Options{}, 21)
+	const n = 8 << 20
+	p.transfer(t, n, 60*time.Second)
+	ab, _ := p.w.Stats()
+	rb := p.rb.Snapshot()
+	unique := uint64((n + 1447) / 1448)
+	t.Logf("drops %d, delivered %d frames for %d segments, ooo-full %d", ab.DropQueue, ab.DeliveredFrames, unique, rb["tcp.drops.ooo-full"])
+	if ab.DropQueue < 100 {
+		t.Fatalf("only %d drops; the test needs many holes", ab.DropQueue)
+	}
+	if rb["tcp.drops.ooo-full"] != 0 {
+		t.Errorf("receiver dropped %d out-of-order bytes inside its window", rb["tcp.drops.ooo-full"])
+	}
+	if dup := int64(ab.DeliveredFrames) - int64(unique) - 8; dup > 8 {
+		t.Errorf("%d data segments arrived twice", dup)
+	}
+}
