@@ -3,6 +3,7 @@ package i219
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,8 @@ type Endpoint struct {
 
 	link       atomic.Bool
 	rxPaused   atomic.Bool
+	resetting  atomic.Bool  // a unit reset is under way: writers drop
+	txFree     atomic.Int32 // tx.free() as of the last change, for TxCredit
 	lastStats  time.Time
 	hangTDH    uint32
 	hangSince  time.Time
@@ -128,10 +131,11 @@ type Endpoint struct {
 
 	failed atomic.Pointer[error] // a watchdog reset that failed
 
-	stop    chan struct{}
-	done    chan struct{}
-	started bool
-	closed  atomic.Bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	started  bool
+	closed   atomic.Bool
 }
 
 var (
@@ -215,6 +219,7 @@ func (e *Endpoint) bringUp() error {
 	if err := e.d.initHW(&e.tx, &e.rx); err != nil {
 		return err
 	}
+	e.txFree.Store(int32(e.tx.free()))
 	return nil
 }
 
@@ -400,8 +405,11 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		spent         time.Duration
 		reclaimed     bool
 	)
-	e.txMu.Lock()
-	for _, pkt := range pkts.AsSlice() {
+	if !e.lockTX() {
+		e.st.txDrops.Add(uint64(pkts.Len()))
+		return 0, &tcpip.ErrNoBufferSpace{}
+	}
+	for i, pkt := range pkts.AsSlice() {
 		if e.closed.Load() {
 			// Close has quiesced the card (and may have unmapped it).
 			e.st.txDrops.Inc()
@@ -428,7 +436,19 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 				e.spin(step)
 				spent += max(e.clk.Now().Sub(t0), step)
 				e.st.txRetries.Inc()
-				e.txMu.Lock()
+				if !e.lockTX() {
+					// A unit reset began: drop this frame and the rest.
+					rest := uint64(pkts.Len() - i)
+					e.st.txDrops.Add(rest)
+					dropped += int(rest)
+					if reclaimed {
+						e.notifyWaiters()
+					}
+					if sent == 0 {
+						return 0, &tcpip.ErrNoBufferSpace{}
+					}
+					return sent, nil
+				}
 				if e.closed.Load() {
 					break
 				}
@@ -455,6 +475,25 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 	return sent, nil
 }
 
+// lockTX takes the TX lock unless a unit reset holds it or is about to:
+// a reset (tens of milliseconds of register settling) must not become a
+// wait in the data path, so the writer drops instead. Ordinary holders
+// (reclaim, credit) keep the lock for microseconds; the writer yields
+// while they do.
+func (e *Endpoint) lockTX() bool {
+	for !e.txMu.TryLock() {
+		if e.resetting.Load() {
+			return false
+		}
+		runtime.Gosched()
+	}
+	if e.resetting.Load() {
+		e.txMu.Unlock()
+		return false
+	}
+	return true
+}
+
 // publishLocked hands the filled descriptors to the card with one TDT
 // write per batch: each MMIO write is a bus transaction (and, under a
 // hypervisor, an exit), so the tail moves once, not once per frame.
@@ -463,11 +502,13 @@ func (e *Endpoint) publishLocked() {
 		e.d.wr(regTDT, uint32(e.tx.tail))
 		e.tx.published = e.tx.tail
 	}
+	e.txFree.Store(int32(e.tx.free()))
 }
 
 // reclaimLocked gives back finished TX slots and counts them.
 func (e *Endpoint) reclaimLocked() int {
 	f, b := e.tx.reclaim()
+	e.txFree.Store(int32(e.tx.free()))
 	if f > 0 {
 		e.st.txFrames.Add(uint64(f))
 		e.st.txBytes.Add(uint64(b))
@@ -482,12 +523,9 @@ func (e *Endpoint) TxCredit() nic.Credit { return credit{e} }
 
 type credit struct{ e *Endpoint }
 
-// TxFree implements nic.Credit: free TX descriptors, one per frame.
-func (c credit) TxFree() int {
-	c.e.txMu.Lock()
-	defer c.e.txMu.Unlock()
-	return c.e.tx.free()
-}
+// TxFree implements nic.Credit: free TX descriptors, one per frame. It
+// reads a mirror updated under the TX lock, so asking never waits.
+func (c credit) TxFree() int { return int(c.e.txFree.Load()) }
 
 // NotifyTxFree implements nic.Credit. f runs once, on the reclaim path,
 // with no driver lock held.

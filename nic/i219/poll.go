@@ -53,19 +53,15 @@ func (e *Endpoint) Stop() {
 	if !e.started {
 		return
 	}
-	select {
-	case <-e.stop:
-	default:
-		close(e.stop)
-	}
+	e.stopOnce.Do(func() { close(e.stop) })
 	<-e.done
 }
 
-// Poll runs one pass (callers of ManualPoll must not run two at once, nor
-// one concurrently with Close): read and clear ICR, reap up to PollBatch received
+// Poll runs one pass: read and clear ICR, reap up to PollBatch received
 // frames, reclaim finished TX descriptors, and every 100 ms fold the
 // statistics registers into the counters and check link and TX hang. It
-// returns the number of frames received and reclaimed.
+// returns the number of frames received and reclaimed. With ManualPoll the
+// caller must not run two passes at once, nor one concurrently with Close.
 func (e *Endpoint) Poll() int {
 	if e.closed.Load() {
 		return 0
@@ -134,6 +130,9 @@ func (e *Endpoint) watchdog(now time.Time) {
 // resetUnit resets and re-initialises the card; frames still in the TX ring
 // are dropped and counted.
 func (e *Endpoint) resetUnit() {
+	e.resetting.Store(true)
+	defer e.resetting.Store(false)
+	e.txFree.Store(0)
 	e.rxMu.Lock()
 	e.txMu.Lock()
 	e.st.txDrops.Add(uint64(e.tx.used))

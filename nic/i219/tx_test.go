@@ -252,3 +252,63 @@ func TestFailedHangResetReportedAndFramesDropped(t *testing.T) {
 		t.Fatalf("queued %d on a failed card; drops %d -> %d", n, drops, counter(ep, "nic.tx.drops"))
 	}
 }
+
+// longHookClock runs a hook on each sleep of a millisecond or more (the
+// register-settling waits of a reset).
+type longHookClock struct {
+	*fake.Clock
+	onLong func()
+}
+
+func (c *longHookClock) Sleep(d time.Duration) {
+	c.Clock.Sleep(d)
+	if d >= time.Millisecond && c.onLong != nil {
+		c.onLong()
+	}
+}
+
+// TestWriteDuringUnitResetDropsInsteadOfWaiting: while the watchdog's reset
+// holds the rings (tens of milliseconds), a writer gets a counted drop at
+// once and TxFree answers 0 without waiting.
+func TestWriteDuringUnitResetDropsInsteadOfWaiting(t *testing.T) {
+	dev := fake.New(fake.Options{})
+	clk := &longHookClock{Clock: dev.Clk}
+	p := dev.Platform()
+	p.Clock = clk
+	ep, err := i219.Open(p, i219.Config{ManualPoll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	dev.StallTX(true)
+	writeFrames(t, ep, frames(1, 60))
+	type result struct{ n, free int }
+	done := make(chan result, 1)
+	clk.onLong = func() {
+		clk.onLong = nil
+		go func() {
+			n := writeFrames(t, ep, frames(2, 60))
+			done <- result{n, ep.TxCredit().TxFree()}
+		}()
+		select {
+		case r := <-done:
+			done <- r
+		case <-time.After(5 * time.Second):
+			t.Error("writer blocked behind the unit reset")
+		}
+	}
+	for i := 0; i < 30 && counter(ep, "nic.tx.hangs") == 0; i++ {
+		dev.Clk.Advance(200 * time.Millisecond)
+		ep.Poll()
+	}
+	if counter(ep, "nic.tx.hangs") != 1 {
+		t.Fatal("no hang detected")
+	}
+	r := <-done
+	if r.n != 0 || r.free != 0 {
+		t.Fatalf("during the reset: queued %d, TxFree %d; want 0 and 0", r.n, r.free)
+	}
+	if got := counter(ep, "nic.tx.drops"); got != 3 { // 1 stuck + 2 refused
+		t.Fatalf("drops %d, want 3", got)
+	}
+}
