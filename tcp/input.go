@@ -512,6 +512,13 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 	}
 	if len(payload) > 0 {
 		if dataOff == e.rcvNxt {
+			if free := len(e.rcvRing) - e.rcvLen; len(payload) > free {
+				// Cannot happen while the window is honoured (the ring
+				// holds the whole advertised window); keep what fits and
+				// let the rest be retransmitted rather than lose it.
+				e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
+				payload = payload[:free]
+			}
 			hadHoles := !e.ooo.Empty()
 			e.appendRcv(payload)
 			e.rcvNxt += uint64(len(payload))
