@@ -441,9 +441,12 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		e.tRtx.stop()
 		e.tlpArmed = false
 	} else if progress {
-		// RFC 6298 §5.3: restart the timer on an ACK of new data.
+		// RFC 6298 §5.3 restarts the RTO on an ACK of new data; RFC 8985
+		// §7.2 arms the probe timeout instead when a probe may be sent.
 		e.tlpArmed = false
-		e.tRtx.arm(e.est.RTO())
+		if !e.armPTO() {
+			e.tRtx.arm(e.est.RTO())
+		}
 	}
 }
 

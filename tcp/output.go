@@ -471,20 +471,29 @@ func (e *endpoint) refused(segs []outSeg) {
 // armRetransmitTimer arms the tail loss probe (RFC 8985 §7.2) after new data
 // when SACK is on and no recovery is running, else the RTO (RFC 6298 §5.1).
 func (e *endpoint) armRetransmitTimer(sentNew bool) {
-	if e.sackOK && sentNew && !e.inRecovery && !e.rtoEpisode && e.est.HasSample() {
-		segs := int(e.q.InFlight()) / e.smss
-		pto := e.q.PTO(e.est.SRTT(), segs, e.p.opts.DelayedAck)
-		if rto := e.est.RTO(); pto > rto {
-			pto = rto
-		}
-		e.tlpArmed = true
-		e.tRtx.arm(pto)
+	if sentNew && e.armPTO() {
 		return
 	}
 	if !e.tRtx.armed() || sentNew && e.tlpArmed {
 		e.tlpArmed = false
 		e.tRtx.arm(e.est.RTO())
 	}
+}
+
+// armPTO arms the probe timeout if a tail loss probe is allowed: SACK on, no
+// recovery, an RTT known (RFC 8985 §7.2); the PTO never exceeds the RTO.
+func (e *endpoint) armPTO() bool {
+	if !e.sackOK || e.inRecovery || e.rtoEpisode || !e.est.HasSample() {
+		return false
+	}
+	segs := int(e.q.InFlight()) / max(e.smss, 1)
+	pto := e.q.PTO(e.est.SRTT(), segs, e.p.opts.DelayedAck)
+	if rto := e.est.RTO(); pto > rto {
+		pto = rto
+	}
+	e.tlpArmed = true
+	e.tRtx.arm(pto)
+	return true
 }
 
 // armPersist starts the zero-window probe timer (RFC 9293 §3.8.6.1) when

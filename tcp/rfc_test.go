@@ -729,3 +729,55 @@ func TestRSTInTimeWaitIsIgnored(t *testing.T) {
 		t.Fatal("a RST ended TIME-WAIT (RFC 1337)")
 	}
 }
+
+func TestTailLossIsProbedBeforeTheRTO(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	// One exchange gives the sender an RTT sample of 10 ms.
+	c.write(t, make([]byte, 1460))
+	h.one()
+	h.clk.RunFor(10 * time.Millisecond)
+	c.hostNxt += 1460
+	c.send(header.TCPFlagAck, nil)
+	// Three segments; the ACK covers two: the tail is lost.
+	c.write(t, make([]byte, 3*1460))
+	if n := len(h.out()); n != 3 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(10 * time.Millisecond)
+	c.hostNxt += 2 * 1460
+	c.send(header.TCPFlagAck, nil)
+	h.out()
+	// The probe timeout is about 2·SRTT, well before the 200 ms minimum RTO.
+	h.clk.RunFor(60 * time.Millisecond)
+	probe := h.out()
+	if len(probe) != 1 || probe[0].seq != c.hostNxt || len(probe[0].payload) != 1460 {
+		t.Fatalf("want a loss probe resending [%d, +1460), got %+v", c.hostNxt, probe)
+	}
+	if h.count("tcp.loss-probes") != 1 || h.count("tcp.rto") != 0 {
+		t.Fatalf("loss-probes %d, rto %d", h.count("tcp.loss-probes"), h.count("tcp.rto"))
+	}
+}
+
+func TestUnansweredRetransmissionsGiveUpAfterTheBudget(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.write(t, make([]byte, 1000))
+	h.out()
+	h.clk.RunFor(10 * time.Minute)
+	if tcp.State(c.ep.State()) == tcp.StateClosed {
+		t.Fatal("gave up within 10 minutes")
+	}
+	h.clk.RunFor(30 * time.Minute)
+	if tcp.State(c.ep.State()) != tcp.StateClosed {
+		t.Fatalf("still %v after 40 minutes without an answer", tcp.State(c.ep.State()))
+	}
+	if h.count("tcp.give-ups") != 1 || h.count("tcp.rto") != 15 {
+		t.Fatalf("give-ups %d after %d RTOs, want 1 after 15", h.count("tcp.give-ups"), h.count("tcp.rto"))
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("read succeeded after give-up")
+	} else if _, ok := err.(*tcpip.ErrTimeout); !ok {
+		t.Fatalf("read after give-up: %v, want timeout", err)
+	}
+}
