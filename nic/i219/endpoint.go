@@ -18,6 +18,10 @@ import (
 // ErrConfig reports a bad Config or Platform field; the message names it.
 var ErrConfig = errors.New("i219: bad configuration")
 
+// ErrNotResponding reports a card whose registers read all ones: powered
+// down (D3), memory decoding off, or gone from the bus.
+var ErrNotResponding = errors.New("i219: card does not respond (registers read 0xFFFFFFFF)")
+
 // ErrClosed reports use of a closed endpoint.
 var ErrClosed = errors.New("i219: endpoint closed")
 
@@ -194,6 +198,9 @@ func Open(p Platform, cfg Config) (*Endpoint, error) {
 
 	if err := e.d.setPCICommand(true); err != nil {
 		return nil, err
+	}
+	if e.d.rd(regSTATUS) == 0xFFFFFFFF {
+		return nil, fmt.Errorf("%w: check the device is in D0 and its BAR is mapped", ErrNotResponding)
 	}
 	if err := e.d.readMAC(); err != nil {
 		return nil, err

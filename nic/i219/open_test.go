@@ -78,3 +78,10 @@ func TestCounterClashIsAnErrorNotAPanic(t *testing.T) {
 	open(t, fake.Options{}, i219.Config{Counters: shared})
 	open(t, fake.Options{}, i219.Config{Counters: shared})
 }
+
+func TestDeadCardRefused(t *testing.T) {
+	dev := fake.New(fake.Options{Dead: true})
+	if _, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true}); !errors.Is(err, i219.ErrNotResponding) {
+		t.Fatalf("Open = %v, want ErrNotResponding", err)
+	}
+}

@@ -133,6 +133,9 @@ type Options struct {
 	// MACOnlyInEEPROM leaves RAL0/RAH0 empty at reset (82574L): the MAC
 	// address must then be read through EERD.
 	MACOnlyInEEPROM bool
+	// Dead makes every register read 0xFFFFFFFF, as a card in D3 or with
+	// memory decoding off does.
+	Dead bool
 	// StaleRing leaves TDLEN non-zero and TDBAL at a foreign address at
 	// power-on, as firmware or a previous OS would.
 	StaleRing bool
@@ -322,6 +325,9 @@ func (r regs) Read32(off uint32) uint32 {
 		d.Violations = append(d.Violations, fmt.Sprintf("read of %#x after the platform was closed", off))
 	}
 	v := d.read(off)
+	if d.opt.Dead {
+		v = 0xFFFFFFFF
+	}
 	d.trace = append(d.trace, Access{Off: off, Val: v})
 	d.deliver()
 	return v

@@ -25,6 +25,14 @@ func OpenSysfs(bdf string) (i219.Platform, error) {
 	if err := refuseKernelDriver(bdf); err != nil {
 		return i219.Platform{}, err
 	}
+	// With no driver bound nothing has enabled the device: have the kernel
+	// put it in D0 with memory decoding on.
+	en := filepath.Join(devDir(bdf), "enable")
+	if b, err := os.ReadFile(en); err == nil && strings.TrimSpace(string(b)) == "0" {
+		if err := writeSysfs(en, "1"); err != nil {
+			return i219.Platform{}, err
+		}
+	}
 	return openPagemap(bdf, nil)
 }
 
