@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
@@ -263,5 +264,43 @@ func TestBootArmServesTheConnectionsItsCommandMakes(t *testing.T) {
 	_, err = newBootArm("DUT", "exit 3", "127.0.0.1:0").RunRow(context.Background(), RowSpec{Dir: osbench.Upload, Bytes: 1, Conns: 1})
 	if err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Fatalf("a command that boots nothing: %v", err)
+	}
+}
+
+// slowRealArm stands for a real-time emulated arm: it takes a while and
+// returns fixed records, so only the lateness rule decides its fate.
+type slowRealArm struct{ loopbackArm }
+
+func (slowRealArm) realTimeWire() bool { return true }
+func (s *slowRealArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
+	time.Sleep(50 * time.Millisecond)
+	m := osbench.NewMeter(time.Unix(0, 0))
+	m.Add(time.Unix(0, 0), 1000)
+	m.Add(time.Unix(1, 0), 1000)
+	return []report.Conn{{Report: m.Report(time.Unix(1, 0), osbench.Upload, 2000)}}, nil
+}
+
+func TestLateRealTimeRowsAreShownButNotJudged(t *testing.T) {
+	for _, c := range []struct {
+		limit  time.Duration
+		status string
+	}{{time.Nanosecond, "NOT JUDGED"}, {time.Hour, "CONFIRMED"}} {
+		cfg := Config{Order: []string{"R", "S"}, Defs: Definitions{"R": "loopback", "S": "loopback"}, Bytes: 1, Conns: 1,
+			Rules: "p: R within 1000 of S on goodput\n", Evidence: t.TempDir(), NoPlot: true, LateLimit: c.limit}
+		var out bytes.Buffer
+		cfg.Out = &out
+		res, err := runWith(context.Background(), cfg, map[string]Arm{"R": &slowRealArm{}, "S": &slowRealArm{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Verdicts[0].Status.String(); got != c.status {
+			t.Fatalf("limit %v: %s, want %s\n%s", c.limit, got, c.status, out.String())
+		}
+		if !strings.Contains(out.String(), "timer lateness p50") {
+			t.Fatalf("no lateness shown:\n%s", out.String())
+		}
+		if c.status == "NOT JUDGED" && (!strings.Contains(out.String(), "REJECTED for the verdict") || !strings.Contains(res.Verdicts[0].Detail, "ran late")) {
+			t.Fatalf("rejection not stated:\n%s", out.String())
+		}
 	}
 }

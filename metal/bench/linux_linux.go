@@ -42,7 +42,8 @@ func (linuxArm) Unavailable() string {
 	return ""
 }
 
-func (linuxArm) Timebase() string { return Real }
+func (linuxArm) Timebase() string   { return Real }
+func (linuxArm) realTimeWire() bool { return true }
 func (linuxArm) PathName(preset string) string {
 	return "wire preset " + preset + " (real time, TUN bridges, no TX-ring model)"
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,20 @@ type Config struct {
 	Out      io.Writer
 	Progress io.Writer // a terminal for the progress line; nil = quiet
 	NoPlot   bool
+	// LateLimit rejects a real-time emulated row whose timers fired later
+	// than this at the 99th percentile; 0 = DefaultLateLimit.
+	LateLimit time.Duration
+}
+
+func (c Config) lateLimit() time.Duration {
+	if c.LateLimit > 0 {
+		return c.LateLimit
+	}
+	return DefaultLateLimit
+}
+
+func ms3(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + " ms"
 }
 
 // Result is what a run produced.
@@ -60,6 +75,11 @@ type Result struct {
 // evidence before any row runs, runs the rows in order, and writes the
 // table, the verdict and the plot.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	return runWith(ctx, cfg, nil)
+}
+
+// runWith is Run with some arms given ready-made (tests substitute arms).
+func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, error) {
 	start := time.Now()
 	if strings.TrimSpace(cfg.Rules) == "" {
 		return nil, ErrNoRules
@@ -106,6 +126,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	armInfo := map[string]map[string]string{}
 	for _, name := range cfg.Order {
 		if _, ok := arms[name]; ok {
+			continue
+		}
+		if a, ok := given[name]; ok {
+			arms[name] = a
 			continue
 		}
 		def, ok := cfg.Defs[name]
@@ -163,7 +187,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: nb, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
 			Progress: func(c int) { prog.conn(c) }}
+		var probe *lateProbe
+		if rt, ok := a.(realTimeWire); ok && rt.realTimeWire() {
+			probe = startLateProbe()
+		}
 		conns, err := a.RunRow(ctx, spec)
+		if probe != nil {
+			l := probe.finish()
+			row.Note = fmt.Sprintf("timer lateness p50 %s, p99 %s, max %s (%d samples)", ms3(l.P50), ms3(l.P99), ms3(l.Max), l.Samples)
+			if l.P99 > cfg.lateLimit() {
+				row.Rejected = fmt.Sprintf("its real-time emulator ran late (timer p99 %s > %s)", ms3(l.P99), ms3(cfg.lateLimit()))
+			}
+		}
 		if err != nil {
 			row.Err = err.Error()
 			conns = nil // a row is whole or absent: partial rows would bias the means
@@ -195,6 +230,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := writeJSON(filepath.Join(ev, "arms.json"), armInfo); err != nil {
 		return nil, err
 	}
+	var rowInfo []map[string]any
+	for i, r := range rows {
+		rowInfo = append(rowInfo, map[string]any{"row": i, "arm": r.Arm, "arm_row": r.ArmRow, "timebase": r.Timebase, "path": r.Path,
+			"connections": len(r.Conns), "unavailable": r.Unavailable, "error": r.Err, "note": r.Note, "rejected": r.Rejected})
+	}
+	if err := writeJSON(filepath.Join(ev, "rows.json"), rowInfo); err != nil {
+		return nil, err
+	}
 
 	// Judge: an arm with any row unavailable or failed is not judged.
 	jrows := make([]judge.Row, 0, len(rows))
@@ -205,6 +248,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			missing[r.Arm] = "unavailable: " + r.Unavailable
 		case r.Err != "":
 			missing[r.Arm] = fmt.Sprintf("row %d failed: %s", i+1, r.Err)
+		case r.Rejected != "":
+			missing[r.Arm] = fmt.Sprintf("row %d rejected: %s", i+1, r.Rejected)
 		default:
 			jrows = append(jrows, judge.Row{Arm: r.Arm, Values: r.Metrics(), Timebase: r.Timebase})
 		}
@@ -229,7 +274,14 @@ func writeReport(cfg Config, rows []report.Row, verdicts []judge.Verdict, elapse
 	report.WriteCounters(&text, rows, false)
 	var paths []string
 	for i, r := range rows {
-		paths = append(paths, fmt.Sprintf("row %d %s: %s time, %s", i+1, r.Arm, r.Timebase, r.Path))
+		line := fmt.Sprintf("row %d %s: %s time, %s", i+1, r.Arm, r.Timebase, r.Path)
+		if r.Note != "" {
+			line += "; " + r.Note
+		}
+		if r.Rejected != "" {
+			line += "; REJECTED for the verdict: " + r.Rejected
+		}
+		paths = append(paths, line)
 	}
 	for _, arm := range report.ArmOrder(rows) {
 		if b, ok := cfg.ArmBytes[arm]; ok && b > 0 && b != cfg.Bytes {

@@ -40,6 +40,11 @@ type Row struct {
 	Conns       []Conn
 	Unavailable string // the arm cannot run on this host, and why
 	Err         string // the row failed
+	// Note is what the runner observed about the row (e.g. its real-time
+	// emulator's timer lateness); Rejected, if set, is why the judge must
+	// not use the row, though the table shows it.
+	Note     string
+	Rejected string
 }
 
 // Goodput is the row's median connection goodput, MB/s.

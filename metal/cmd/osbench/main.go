@@ -75,6 +75,7 @@ func runBench(ctx context.Context, args []string) error {
 	evidence := fs.String("evidence", "", "evidence folder (default ./evidence/<UTC timestamp>)")
 	seed := fs.Int64("seed", 1, "base path seed (row i of each arm uses seed+i)")
 	noPlot := fs.Bool("no-plot", false, "skip the plot")
+	lateLimit := fs.Duration("late-limit", bench.DefaultLateLimit, "reject a real-time emulated row whose timers fire later than this at p99")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	cfg := bench.Config{
 		Order: splitList(*order), Defs: df, Preset: *preset, Dir: d, Bytes: *nbytes, ArmBytes: ab, Conns: *conns, Seed: *seed,
-		Rules: rules, RulesName: rulesName, Evidence: *evidence, Repo: repoRoot(), Out: os.Stdout, NoPlot: *noPlot,
+		Rules: rules, RulesName: rulesName, Evidence: *evidence, Repo: repoRoot(), Out: os.Stdout, NoPlot: *noPlot, LateLimit: *lateLimit,
 	}
 	if bench.IsTerminal(os.Stderr) {
 		cfg.Progress = os.Stderr
