@@ -5,6 +5,7 @@ package linuxpeer
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -108,9 +109,28 @@ type DirStats struct {
 	Lateness             Lateness
 }
 
-// latency histogram: bucket i counts lateness in [2^(i-1), 2^i) µs, bucket 0
-// below 1 µs.
-const nBuckets = 24
+// Lateness histogram: four buckets per octave of microseconds (quarter-
+// octave resolution, within 19%), from 0 µs up to about 2^34 µs.
+const nBuckets = 4 * 36
+
+// bucketOf returns the histogram bucket of a lateness of us microseconds.
+func bucketOf(us int64) int {
+	if us < 4 {
+		return int(max(us, 0))
+	}
+	e := bits.Len64(uint64(us)) - 1
+	sub := int(uint64(us)>>(e-2)) & 3
+	return min(4*(e-1)+sub, nBuckets-1)
+}
+
+// bucketTop returns the smallest lateness above bucket i.
+func bucketTop(i int) time.Duration {
+	if i < 4 {
+		return time.Duration(i+1) * time.Microsecond
+	}
+	e, sub := i/4+1, i%4
+	return time.Duration((4+sub+1)<<(e-2)) * time.Microsecond
+}
 
 type pipe struct {
 	d        Dir
@@ -360,12 +380,7 @@ func (p *pipe) run() {
 }
 
 func (p *pipe) record(late time.Duration) {
-	us := late.Microseconds()
-	i := 0
-	for us > 0 && i < nBuckets-1 {
-		us >>= 1
-		i++
-	}
+	i := bucketOf(late.Microseconds())
 	p.latMu.Lock()
 	p.hist[i]++
 	p.latN++
@@ -405,10 +420,7 @@ func (p *pipe) quantile(q float64) time.Duration {
 	for i, c := range p.hist {
 		acc += c
 		if acc >= want {
-			if i == 0 {
-				return time.Microsecond
-			}
-			return time.Duration(1<<i) * time.Microsecond
+			return min(bucketTop(i), p.latMax.Round(time.Microsecond)+time.Microsecond)
 		}
 	}
 	return p.latMax

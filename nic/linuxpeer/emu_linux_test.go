@@ -183,3 +183,24 @@ func TestPipeAggregatesAcksUntilDataOrHold(t *testing.T) {
 	ack.submit(tcpFrame(0, header.TCPFlagAck|header.TCPFlagSyn))
 	acks.wait(t, 8, time.Second) // a SYN-ACK is not a pure ACK: it passes at once
 }
+
+func TestLatenessBucketsBoundTheirValues(t *testing.T) {
+	prev := -1
+	for us := int64(0); us < 1<<20; us += 1 + us/7 {
+		i := bucketOf(us)
+		if i < prev {
+			t.Fatalf("bucket of %d µs is %d, below the previous %d", us, i, prev)
+		}
+		prev = i
+		top := bucketTop(i)
+		if d := time.Duration(us) * time.Microsecond; d >= top {
+			t.Fatalf("%d µs lands in bucket %d whose top is %v", us, i, top)
+		}
+		if i > 0 && time.Duration(us)*time.Microsecond < bucketTop(i-1) {
+			t.Fatalf("%d µs lands in bucket %d but lies below bucket %d's top %v", us, i, i-1, bucketTop(i-1))
+		}
+		if us >= 4 && float64(top)/float64(time.Duration(us)*time.Microsecond) > 1.26 {
+			t.Fatalf("bucket top %v is more than a quarter octave above %d µs", top, us)
+		}
+	}
+}
