@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"github.com/netramp/netramp/nic/netns"
@@ -150,4 +151,35 @@ func CongestionControlOf(c net.Conn) (string, error) {
 		return "", err
 	}
 	return name, gerr
+}
+
+// Serve listens on port in the namespace and runs handler for each accepted
+// connection on its own goroutine, closing the connection when handler
+// returns: a kernel sink or source the caller writes in Go. stop closes the
+// listener and waits for running handlers.
+func (k *Kernel) Serve(port uint16, handler func(net.Conn)) (addr netip.AddrPort, stop func(), err error) {
+	ln, err := k.Listen(port)
+	if err != nil {
+		return netip.AddrPort{}, nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				handler(c)
+			}()
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { ln.Close(); wg.Wait() }) }
+	return ln.Addr().(*net.TCPAddr).AddrPort(), stop, nil
 }

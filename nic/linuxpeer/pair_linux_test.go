@@ -5,6 +5,7 @@ package linuxpeer_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -156,5 +157,39 @@ func TestLinuxRampMarks(t *testing.T) {
 			}
 			check(t, r, p.Stats())
 		})
+	}
+}
+
+// TestLinuxServeRunsCallerHandlerInNamespace serves an echo handler on
+// kernel B and talks to it from kernel A through the emulator.
+func TestLinuxServeRunsCallerHandlerInNamespace(t *testing.T) {
+	skipUnlessRoot(t)
+	pr := startPair(t, linuxpeer.Config{Path: linuxpeer.Symmetric(100e6, time.Millisecond, 0)})
+	addr, stop, err := pr.B.Serve(0, func(c net.Conn) { io.Copy(c, c) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if addr.Addr() != pr.B.Addr() || addr.Port() == 0 {
+		t.Fatalf("served on %v, want %v and a port", addr, pr.B.Addr())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pr.A.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := []byte("echo through two kernels")
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(msg) {
+		t.Fatalf("echo %q, want %q", got, msg)
 	}
 }

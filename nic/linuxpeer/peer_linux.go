@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"sync"
 
 	"github.com/netramp/netramp/nic/netns"
@@ -160,6 +161,11 @@ func (p *Peer) Listen(port uint16) (net.Listener, error) { return p.Kernel.Liste
 // Dial opens a kernel connection from the namespace (see Kernel.Dial).
 func (p *Peer) Dial(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
 	return p.Kernel.Dial(ctx, to)
+}
+
+// Command returns a command that runs inside the kernel's namespace.
+func (p *Peer) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return p.Kernel.Command(ctx, name, args...)
 }
 
 // Stats returns the emulator's counts and lateness so far.
