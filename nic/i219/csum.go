@@ -1,40 +1,67 @@
 package i219
 
 import (
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 // hwChecksumOK reports whether the card validated every checksum the stack
-// would check: the IPv4 header (IPCS) and the TCP or UDP checksum (TCPCS,
-// UDPCS), with neither error bit set and no "ignore checksum" indication.
-func hwChecksumOK(se uint32) bool {
-	if se&(rxStaIXSM|rxErrIPE|rxErrTCPE) != 0 {
+// would check for this frame: the IPv4 header (IPCS; IPv6 has none) and the
+// TCP or UDP checksum (TCPCS, UDPCS), with neither error bit set and no
+// "ignore checksum" indication.
+func hwChecksumOK(frame []byte, se uint32) bool {
+	if se&(rxStaIXSM|rxErrIPE|rxErrTCPE) != 0 || se&(rxStaTCPCS|rxStaUDPCS) == 0 {
 		return false
 	}
-	return se&rxStaIPCS != 0 && se&(rxStaTCPCS|rxStaUDPCS) != 0
+	switch header.Ethernet(frame).Type() {
+	case header.IPv4ProtocolNumber:
+		return se&rxStaIPCS != 0
+	case header.IPv6ProtocolNumber:
+		return true
+	}
+	return false
 }
 
 // softwareChecksumOK verifies what the card did not, for a link that
-// advertised RX checksum offload to the stack: the IPv4 header checksum and,
-// for unfragmented TCP and UDP over IPv4, the transport checksum. Other
-// frames (ARP, IPv6, ICMP) pass: the stack checks ICMP itself, and IPv6 TCP
-// and UDP are left to the caller's choice of offload (a stated departure in
-// Config.RXChecksumOffload).
+// advertised RX checksum offload to the stack: the IPv4 header checksum and
+// the TCP or UDP checksum of unfragmented IPv4 and of IPv6 without
+// extension headers. ARP and ICMP pass (the stack checks ICMP itself);
+// the transport checksum of an IPv4 fragment or behind IPv6 extension
+// headers is not verified (the departure stated at Config.RXChecksumOffload).
 func softwareChecksumOK(frame []byte) bool {
-	eth := header.Ethernet(frame)
-	if len(frame) < header.EthernetMinimumSize || eth.Type() != header.IPv4ProtocolNumber {
-		return true
-	}
-	ip := header.IPv4(frame[header.EthernetMinimumSize:])
-	if !ip.IsValid(len(ip)) || !ip.IsChecksumValid() {
+	if len(frame) < header.EthernetMinimumSize {
 		return false
 	}
-	if ip.More() || ip.FragmentOffset() != 0 {
+	pkt := frame[header.EthernetMinimumSize:]
+	var (
+		proto    tcpip.TransportProtocolNumber
+		payload  []byte
+		src, dst tcpip.Address
+	)
+	switch header.Ethernet(frame).Type() {
+	case header.IPv4ProtocolNumber:
+		ip := header.IPv4(pkt)
+		if !ip.IsValid(len(pkt)) || !ip.IsChecksumValid() {
+			return false
+		}
+		if ip.More() || ip.FragmentOffset() != 0 {
+			return true
+		}
+		proto, payload, src, dst = ip.TransportProtocol(), ip.Payload(), ip.SourceAddress(), ip.DestinationAddress()
+	case header.IPv6ProtocolNumber:
+		ip := header.IPv6(pkt)
+		if !ip.IsValid(len(pkt)) {
+			return false
+		}
+		proto, payload, src, dst = ip.TransportProtocol(), ip.Payload(), ip.SourceAddress(), ip.DestinationAddress()
+		if proto != header.TCPProtocolNumber && proto != header.UDPProtocolNumber {
+			return true // ICMPv6 (checked by the stack) or extension headers
+		}
+	default:
 		return true
 	}
-	payload := ip.Payload()
-	switch ip.TransportProtocol() {
+	switch proto {
 	case header.TCPProtocolNumber:
 		if len(payload) < header.TCPMinimumSize {
 			return false
@@ -43,12 +70,12 @@ func softwareChecksumOK(frame []byte) bool {
 		if len(payload) < header.UDPMinimumSize {
 			return false
 		}
-		if header.UDP(payload).Checksum() == 0 {
-			return true // RFC 768: no checksum sent
+		if header.UDP(payload).Checksum() == 0 && src.Len() == 4 {
+			return true // RFC 768: no checksum sent (IPv4 only; RFC 8200 §8.1)
 		}
 	default:
 		return true
 	}
-	xsum := header.PseudoHeaderChecksum(ip.TransportProtocol(), ip.SourceAddress(), ip.DestinationAddress(), uint16(len(payload)))
+	xsum := header.PseudoHeaderChecksum(proto, src, dst, uint16(len(payload)))
 	return checksum.Checksum(payload, xsum) == 0xFFFF
 }

@@ -216,7 +216,7 @@ func (e *Endpoint) pollRX() int {
 // Ethernet header consumed and PktType set from the destination address.
 func (e *Endpoint) frameToPacket(frame []byte, se uint32) (*stack.PacketBuffer, tcpip.NetworkProtocolNumber, bool) {
 	if e.cfg.RXChecksumOffload {
-		if hwChecksumOK(se) {
+		if hwChecksumOK(frame, se) {
 			e.st.rxCsumOffload.Inc()
 		} else if !softwareChecksumOK(frame) {
 			e.st.rxErrors.Inc()
