@@ -93,7 +93,9 @@ func Create(tag string) (*NS, error) {
 		name += "-" + tag
 	}
 	if err := Run("netns", "add", name); err != nil {
-		return nil, err
+		// Root without the right to mount or unshare (a restricted
+		// container) cannot make namespaces at all: the host is unsupported.
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	ns := &NS{name: name}
 	if err := ns.IP("link", "set", "lo", "up"); err != nil {
