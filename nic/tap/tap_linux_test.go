@@ -38,6 +38,9 @@ func kernelSide(t *testing.T, cfg tap.Config) (*netns.NS, *tap.Device) {
 		t.Skipf("skipping: %v", err)
 	}
 	ns, err := netns.Create("tap")
+	if errors.Is(err, netns.ErrUnsupported) {
+		t.Skipf("skipping: %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
