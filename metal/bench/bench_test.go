@@ -158,7 +158,7 @@ func TestUnavailableArmMakesItsRulesNotJudged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdicts[0].Status.String() != "NOT JUDGED" || !strings.Contains(out.String(), "p: NOT JUDGED: arm Z did not run (unavailable: ") {
+	if res.Verdicts[0].Status.String() != "NOT JUDGED" || !strings.Contains(out.String(), "p: NOT JUDGED: arm Z: unavailable: ") {
 		t.Fatalf("verdict %v\n%s", res.Verdicts[0], out.String())
 	}
 }

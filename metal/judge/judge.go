@@ -1,7 +1,7 @@
 // Package judge holds the bench's rules, written before a run, and the
 // verdicts they give on its rows. A verdict never says more than the rows
 // support: an ordering is CONFIRMED only with every pair ordered and an exact
-// rank p-value within the rule's bound; a rule whose arm did not run is NOT
+// rank p-value within the rule's bound; a rule whose arm has no usable rows is NOT
 // JUDGED, with the reason.
 //
 // Rule file syntax (one rule a line; '#' starts a comment):
@@ -220,7 +220,8 @@ func (v Verdict) String() string {
 }
 
 // Judge applies every rule to the rows (in run order). unavailable maps an arm
-// that could not run to the reason.
+// whose rows cannot be used (it could not run, a row failed or was rejected)
+// to the reason.
 func Judge(rules []Rule, rows []Row, unavailable map[string]string) []Verdict {
 	out := make([]Verdict, 0, len(rules))
 	for _, r := range rules {
@@ -248,7 +249,7 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 	v = Verdict{Rule: r, Status: NotJudged}
 	for _, arm := range []string{r.X, r.Y} {
 		if why, ok := unavailable[arm]; ok {
-			v.Detail = fmt.Sprintf("arm %s did not run (%s)", arm, why)
+			v.Detail = fmt.Sprintf("arm %s: %s", arm, why)
 			return v
 		}
 	}
