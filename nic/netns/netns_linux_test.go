@@ -3,6 +3,7 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,7 +42,7 @@ func TestCleanupStaleDeletesOnlyDeadOwnersNamespaces(t *testing.T) {
 	skipUnlessRoot(t)
 	stale := fmt.Sprintf("%s%d-1-stale", Prefix, deadPid(t))
 	if err := Run("netns", "add", stale); err != nil {
-		t.Fatal(err)
+		t.Skipf("skipping: cannot make namespaces here: %v", err)
 	}
 	t.Cleanup(func() {
 		if exists(stale) {
@@ -50,7 +51,7 @@ func TestCleanupStaleDeletesOnlyDeadOwnersNamespaces(t *testing.T) {
 	})
 	mine, err := Create("live")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatal(err) // Run("netns", "add") above already worked
 	}
 	t.Cleanup(func() { mine.Delete() })
 	gone := CleanupStale()
@@ -71,6 +72,9 @@ func TestCleanupStaleDeletesOnlyDeadOwnersNamespaces(t *testing.T) {
 func TestSysctlStaysInsideTheNamespace(t *testing.T) {
 	skipUnlessRoot(t)
 	ns, err := Create("sysctl")
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("skipping: %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
