@@ -7,9 +7,9 @@ import (
 )
 
 // DefaultLateLimit is the p99 timer lateness above which a real-time
-// emulated row is rejected: on the 2 ms RTT of t14 a quarter of a
-// millisecond late is already an eighth of the path's round trip.
-const DefaultLateLimit = 250 * time.Microsecond
+// emulated row is rejected: on the 2 ms RTT of t14, half a millisecond late
+// is a quarter of the path's round trip added as jitter.
+const DefaultLateLimit = 500 * time.Microsecond
 
 // realTimeWire is implemented by arms whose path is a nic/wire driven by the
 // host's timers: their rows are only as good as those timers are punctual.
