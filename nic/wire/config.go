@@ -83,6 +83,12 @@ type Dir struct {
 	// ACKs ahead of itself, so the aggregator never reorders.
 	AckAggSegments int
 	AckAggHold     time.Duration
+	// AckAggCoalesce, with AckAggSegments, releases only the newest held pure
+	// ACK of each TCP flow: the sender sees one stretch ACK for the whole
+	// group, as from a receiver that acknowledges once per aggregate (GRO, or
+	// a Wi-Fi peer's block acknowledgement). The superseded ACKs are counted
+	// as coalesced, not as lost.
+	AckAggCoalesce bool
 	// TxRing is the sending endpoint's TX ring in frames (the card's credit);
 	// 0 means unlimited. A frame holds its slot until the card has
 	// serialised it at LineRateBps.
@@ -138,6 +144,9 @@ func (d *Dir) validate(name string) error {
 	}
 	if d.AckAggHold < 0 {
 		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("AckAggHold"), d.AckAggHold)
+	}
+	if d.AckAggCoalesce && d.AckAggSegments == 0 {
+		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggCoalesce"), f("AckAggSegments"))
 	}
 	if d.AckAggHold > 0 && d.AckAggSegments == 0 {
 		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggHold"), f("AckAggSegments"))

@@ -22,6 +22,7 @@ type DirStats struct {
 	Duplicated                      uint64 // delivered a second time
 	AcksHeld                        uint64 // pure ACKs held by the aggregator
 	AckReleases                     uint64 // groups of held ACKs released
+	AcksCoalesced                   uint64 // held ACKs superseded by a newer one of their flow (AckAggCoalesce)
 	QueueHighBytes                  uint64 // bottleneck queue high-water mark, bytes (with Ethernet overhead)
 	QueueHighFrames                 uint64 // bottleneck queue high-water mark, frames
 }
@@ -32,6 +33,7 @@ type dirCounters struct {
 	dropRing, dropQueue, dropLoss, dropBurst, dropBlackout *counters.Counter
 	dropOversize, dropDetached, corrupted, duplicated      *counters.Counter
 	acksHeld, ackReleases, queueHighBytes, queueHighFrames *counters.Counter
+	acksCoalesced                                          *counters.Counter
 }
 
 func (dirCounters) add(c **counters.Counter, n uint64) { (*c).Add(n) }
@@ -80,6 +82,7 @@ func (w *Wire) RegisterCounters(r *counters.Registry, prefix string) error {
 			{&c.duplicated, "duplicated", "frames delivered twice", s.Duplicated},
 			{&c.acksHeld, "ack.held", "pure ACKs held by the ACK aggregator", s.AcksHeld},
 			{&c.ackReleases, "ack.releases", "groups of held ACKs released together", s.AckReleases},
+			{&c.acksCoalesced, "ack.coalesced", "held ACKs superseded by a newer ACK of their flow and not sent on", s.AcksCoalesced},
 			{&c.queueHighBytes, "queue.high-water.bytes", "bottleneck queue high-water mark in bytes with Ethernet overhead", s.QueueHighBytes},
 			{&c.queueHighFrames, "queue.high-water.frames", "bottleneck queue high-water mark in frames", s.QueueHighFrames},
 		} {

@@ -396,9 +396,12 @@ type direction struct {
 	geBad       bool
 
 	// ACK aggregation.
-	held     [][]byte
-	holdGen  uint64
-	dataSeen int
+	held    [][]byte
+	holdGen uint64
+	// heldScratch is the group being released, for counting what coalescing
+	// removed.
+	heldScratch [][]byte
+	dataSeen    int
 
 	stats DirStats
 	ctr   dirCounters
@@ -524,9 +527,59 @@ func (d *direction) releaseLocked(t time.Duration) {
 	d.dataSeen = 0
 	d.stats.AckReleases++
 	d.ctr.add(&d.ctr.ackReleases, 1)
+	if d.cfg.AckAggCoalesce {
+		before := len(held)
+		held = coalesce(held)
+		n := uint64(before - len(held))
+		d.stats.AcksCoalesced += n
+		d.ctr.add(&d.ctr.acksCoalesced, n)
+	}
 	for _, f := range held {
 		d.bottleneckLocked(f, t)
 	}
+}
+
+// coalesce keeps, in order, only the last ACK of each flow in held: a
+// cumulative ACK supersedes the earlier ones of its connection. Frames whose
+// flow cannot be read are all kept.
+func coalesce(held [][]byte) [][]byte {
+	type key struct {
+		addrs  [32]byte
+		ports  uint32
+		family byte
+	}
+	last := make(map[key]int, 4)
+	keys := make([]key, len(held))
+	ok := make([]bool, len(held))
+	for i, f := range held {
+		var k key
+		switch {
+		case len(f) >= header.IPv4MinimumSize && f[0]>>4 == 4:
+			hl := int(header.IPv4(f).HeaderLength())
+			if hl < header.IPv4MinimumSize || len(f) < hl+4 {
+				continue
+			}
+			copy(k.addrs[:], f[12:20])
+			k.ports = uint32(f[hl])<<24 | uint32(f[hl+1])<<16 | uint32(f[hl+2])<<8 | uint32(f[hl+3])
+			k.family = 4
+		case len(f) >= header.IPv6MinimumSize+4 && f[0]>>4 == 6:
+			copy(k.addrs[:], f[8:40])
+			o := header.IPv6MinimumSize
+			k.ports = uint32(f[o])<<24 | uint32(f[o+1])<<16 | uint32(f[o+2])<<8 | uint32(f[o+3])
+			k.family = 6
+		default:
+			continue
+		}
+		keys[i], ok[i] = k, true
+		last[k] = i
+	}
+	out := held[:0:0]
+	for i, f := range held {
+		if !ok[i] || last[keys[i]] == i {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (d *direction) inBlackout(t time.Duration) bool {

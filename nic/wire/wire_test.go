@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -638,5 +639,44 @@ func TestDeliveryNeverHappensInsideWritePackets(t *testing.T) {
 	// Oversize frames are refused and counted.
 	if _, err := send(r.w.A(), data(3, 1500)); err == nil {
 		t.Fatal("frame over the MTU accepted")
+	}
+}
+
+func TestAckCoalescingSendsOneStretchAckPerGroup(t *testing.T) {
+	const n = 4
+	r := newRig(t, Config{
+		AtoB: Dir{RateBps: 1e9, Delay: time.Millisecond},
+		BtoA: Dir{RateBps: 1e9, Delay: time.Millisecond, AckAggSegments: n, AckAggHold: 20 * time.Millisecond, AckAggCoalesce: true},
+	})
+	r.b.onRx = func(x rx) { send(r.w.B(), ack(segID(x.b))) }
+	var frames [][]byte
+	for i := 0; i < 4*n+2; i++ {
+		frames = append(frames, data(uint32(i), 1000))
+	}
+	r.sendEvery(t, r.w.A(), 50*time.Microsecond, frames)
+	r.drain()
+	// One ACK per group: the newest, acknowledging the group's last segment.
+	var got []uint32
+	for _, g := range r.a.got {
+		got = append(got, segID(g.b))
+	}
+	want := []uint32{n - 1, 2*n - 1, 3*n - 1, 4*n - 1, 4*n + 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("A received ACKs %v, want %v", got, want)
+	}
+	_, s := r.w.Stats()
+	if s.AcksCoalesced != uint64(len(frames)-len(want)) || s.DropLoss != 0 {
+		t.Fatalf("coalesced %d (want %d), lost %d", s.AcksCoalesced, len(frames)-len(want), s.DropLoss)
+	}
+}
+
+func TestAckCoalescingKeepsOneAckPerFlow(t *testing.T) {
+	a := ack(1)
+	b := ack(2)
+	other := ack(3)
+	other[header.IPv4MinimumSize+1]++ // another source port: another flow
+	got := coalesce([][]byte{a, other, b})
+	if len(got) != 2 || segID(got[0]) != 3 || segID(got[1]) != 2 {
+		t.Fatalf("coalesce kept %d frames, want the other flow's ACK then the newest of the first", len(got))
 	}
 }
