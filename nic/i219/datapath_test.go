@@ -190,6 +190,39 @@ func TestPollLoopDeliversAndStops(t *testing.T) {
 	}
 }
 
+// TestStackWaitStopsThePollLoop: gVisor's Stack.Wait detaches the NIC
+// (Attach(nil)) and then waits on the endpoint; the loop must end without
+// an explicit Stop, and Close afterwards still works.
+func TestStackWaitStopsThePollLoop(t *testing.T) {
+	dev := fake.New(fake.Options{})
+	ep, err := i219.Open(dev.Platform(), i219.Config{PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stack.New(stack.Options{NetworkProtocols: []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol}})
+	if err := s.CreateNIC(1, ep); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		s.Wait()
+		ep.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stack.Wait hung on the endpoint")
+	}
+	ep.Close()
+	before := len(dev.Trace())
+	time.Sleep(5 * time.Millisecond)
+	if after := len(dev.Trace()); after != before {
+		t.Fatalf("the card was still polled after Stack.Wait and Close (%d more accesses)", after-before)
+	}
+}
+
 func TestInterruptDrivenLoopDelivers(t *testing.T) {
 	dev := fake.New(fake.Options{})
 	p := dev.Platform()

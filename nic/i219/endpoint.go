@@ -137,10 +137,11 @@ type Endpoint struct {
 
 	failed atomic.Pointer[error] // a watchdog reset that failed
 
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-	started  bool
+	loopMu   sync.Mutex
+	stop     chan struct{} // closed to end the current loop
+	done     chan struct{} // closed when the current loop has ended
+	stopping bool          // stop requested for the current loop
+	detached bool          // that request came from Attach(nil)
 	closed   atomic.Bool
 }
 
@@ -318,11 +319,19 @@ func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
 	return c
 }
 
-// Attach implements stack.LinkEndpoint.
+// Attach implements stack.LinkEndpoint. Attach(nil), the NIC's removal,
+// asks the poll loop to end (without waiting: the stack calls it holding
+// its own lock, which a delivery in progress may need); attaching again
+// restarts the loop unless the endpoint is closed or polled manually.
 func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 	e.mu.Lock()
 	e.dispatcher = d
 	e.mu.Unlock()
+	if d == nil {
+		e.requestStop(true)
+	} else if !e.cfg.ManualPoll && !e.closed.Load() {
+		e.startLoop()
+	}
 }
 
 // IsAttached implements stack.LinkEndpoint.
@@ -333,10 +342,25 @@ func (e *Endpoint) IsAttached() bool {
 }
 
 // Wait implements stack.LinkEndpoint: it waits for the poll loop to end
-// (after Stop or Close).
+// once Stop, Close or Attach(nil) asked it to. After Attach(nil) the wait is
+// bounded by one second: gVisor's Stack.Wait calls it holding the stack's
+// lock, and a delivery already in progress may be waiting for that lock;
+// the loop then ends as soon as the delivery returns (it sees no
+// dispatcher and the stop request).
 func (e *Endpoint) Wait() {
-	if e.done != nil {
-		<-e.done
+	e.loopMu.Lock()
+	done, stopping, detached := e.done, e.stopping, e.detached
+	e.loopMu.Unlock()
+	if done == nil || !stopping {
+		return
+	}
+	if !detached {
+		<-done
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Second):
 	}
 }
 

@@ -10,51 +10,82 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// startLoop runs Poll on its own goroutine until Stop.
+// startLoop runs Poll on its own goroutine until a stop is requested; it
+// does nothing if a loop is already running.
 func (e *Endpoint) startLoop() {
-	e.stop = make(chan struct{})
-	e.done = make(chan struct{})
-	e.started = true
-	go func() {
-		defer close(e.done)
-		ack := false
-		for {
-			select {
-			case <-e.stop:
-				return
-			default:
-			}
-			n := e.Poll()
-			if ack {
-				// Re-arm only after Poll has read ICR: a level-triggered
-				// INTx unmasked earlier would fire again at once.
-				_ = e.plat.IRQ.Ack()
-				ack = false
-			}
-			if n > 0 {
-				continue // more may be waiting: poll again at once
-			}
-			if e.plat.IRQ != nil {
-				fired, err := e.plat.IRQ.Wait(e.cfg.PollInterval)
-				ack = err == nil && fired
-				continue
-			}
-			if e.cfg.BusyPoll {
-				e.spin(e.cfg.PollInterval)
-			} else {
-				e.clk.Sleep(e.cfg.PollInterval)
-			}
-		}
-	}()
-}
-
-// Stop ends the poll loop and waits for it. Safe to call more than once.
-func (e *Endpoint) Stop() {
-	if !e.started {
+	e.loopMu.Lock()
+	defer e.loopMu.Unlock()
+	if e.closed.Load() || e.done != nil && !e.stopping {
 		return
 	}
-	e.stopOnce.Do(func() { close(e.stop) })
-	<-e.done
+	if old := e.done; old != nil {
+		// A loop asked to stop may still be finishing its pass: the new
+		// one starts after it, so two passes never overlap.
+		e.loopMu.Unlock()
+		<-old
+		e.loopMu.Lock()
+		if e.done != old {
+			return // another Attach restarted it meanwhile
+		}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	e.stop, e.done, e.stopping, e.detached = stop, done, false, false
+	go e.loop(stop, done)
+}
+
+func (e *Endpoint) loop(stop, done chan struct{}) {
+	defer close(done)
+	ack := false
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		n := e.Poll()
+		if ack {
+			// Re-arm only after Poll has read ICR: a level-triggered
+			// INTx unmasked earlier would fire again at once.
+			_ = e.plat.IRQ.Ack()
+			ack = false
+		}
+		if n > 0 {
+			continue // more may be waiting: poll again at once
+		}
+		if e.plat.IRQ != nil {
+			fired, err := e.plat.IRQ.Wait(e.cfg.PollInterval)
+			ack = err == nil && fired
+			continue
+		}
+		if e.cfg.BusyPoll {
+			e.spin(e.cfg.PollInterval)
+		} else {
+			e.clk.Sleep(e.cfg.PollInterval)
+		}
+	}
+}
+
+// requestStop asks the running loop, if any, to end.
+func (e *Endpoint) requestStop(detached bool) {
+	e.loopMu.Lock()
+	defer e.loopMu.Unlock()
+	if e.done == nil || e.stopping {
+		return
+	}
+	e.stopping, e.detached = true, detached
+	close(e.stop)
+}
+
+// Stop ends the poll loop and waits for it. Safe to call more than once and
+// from several goroutines; a later Attach starts the loop again.
+func (e *Endpoint) Stop() {
+	e.requestStop(false)
+	e.loopMu.Lock()
+	done := e.done
+	e.loopMu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // Poll runs one pass: read and clear ICR, reap up to PollBatch received
