@@ -5,9 +5,14 @@
 # check from the guest console. Prints "qemu: N passed, M failed" and exits
 # non-zero on any failure. Idempotent; installs its Debian packages if missing.
 #
-# Environment: NETRAMP_QEMU_KEEP=1 keeps the work directory;
-# NETRAMP_QEMU_BOOTS="plain iommu" selects boots; NETRAMP_QEMU_TIMEOUT is the
-# per-boot limit in seconds (default 240).
+# Environment (all optional):
+#   NETRAMP_QEMU_BOOTS="plain iommu ref"   the boots to run
+#   NETRAMP_QEMU_PLAN_PLAIN / _IOMMU / _REF  a boot's plan: backend:check,.../backend:...
+#   NETRAMP_QEMU_TCP=ours|gvisor           the TCP the end-to-end checks run on the driver
+#   NETRAMP_QEMU_TIMEOUT=240               per-boot limit in seconds
+#   NETRAMP_QEMU_KEEP=1                    keep the work directory (consoles, pcaps, logs)
+#   NETRAMP_QEMU_CACHE=/var/tmp/netramp-qemu  where the extracted vmlinux is kept
+# See ci/qemu/README.md for the checks.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
