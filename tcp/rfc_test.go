@@ -781,3 +781,57 @@ func TestUnansweredRetransmissionsGiveUpAfterTheBudget(t *testing.T) {
 		t.Fatalf("read after give-up: %v, want timeout", err)
 	}
 }
+
+// TestOneDSACKAmongRealLossesKeepsTheReduction: five segments are lost and
+// retransmitted; the peer then reports one of the five as a duplicate
+// (D-SACK, RFC 2883): its original was only late. The other four were real
+// losses, so the reduction stands (RFC 9438 §4.9 undoes only a spurious event).
+func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	// An RTT sample first.
+	c.write(t, make([]byte, 1460))
+	h.one()
+	h.clk.RunFor(10 * time.Millisecond)
+	c.hostNxt += 1460
+	c.send(header.TCPFlagAck, nil)
+	c.write(t, make([]byte, 20*1460))
+	if n := len(h.out()); n != 20 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(10 * time.Millisecond)
+	sack := func(blocks ...header.SACKBlock) []byte {
+		o := make([]byte, 40)
+		n := header.EncodeNOP(o)
+		n += header.EncodeNOP(o[n:])
+		n += header.EncodeSACKBlocks(blocks, o[n:])
+		return o[:n]
+	}
+	base := c.hostNxt
+	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	// Segments 5..19 arrive; 0..4 do not.
+	for i := 5; i < 20; i++ {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: base, flags: header.TCPFlagAck, wnd: 65535,
+			opts: sack(header.SACKBlock{Start: seqnumV(seg(5)), End: seqnumV(seg(i + 1))})})
+	}
+	h.clk.RunFor(20 * time.Millisecond)
+	if h.count("tcp.recoveries") != 1 {
+		t.Fatalf("recoveries %d", h.count("tcp.recoveries"))
+	}
+	var info tcpip.TCPInfoOption
+	c.ep.GetSockOpt(&info)
+	reduced := info.SndCwnd
+	h.out()
+	// The original of segment 0 was late: cumulative ACK past it plus a
+	// D-SACK of it. Then the retransmissions of 1..4 fill the rest.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: seg(1), flags: header.TCPFlagAck, wnd: 65535,
+		opts: sack(header.SACKBlock{Start: seqnumV(seg(0)), End: seqnumV(seg(1))}, header.SACKBlock{Start: seqnumV(seg(5)), End: seqnumV(seg(20))})})
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: seg(20), flags: header.TCPFlagAck, wnd: 65535})
+	if h.count("tcp.spurious") != 0 {
+		t.Fatal("one D-SACK undid a recovery with four real losses")
+	}
+	c.ep.GetSockOpt(&info)
+	if info.SndCwnd > reduced+1 {
+		t.Fatalf("cwnd went from %d to %d segments: the reduction was undone", reduced, info.SndCwnd)
+	}
+}

@@ -514,3 +514,46 @@ func TestGrownWindowKeepsEveryOutOfOrderSegment(t *testing.T) {
 		t.Errorf("%d data segments arrived twice", dup)
 	}
 }
+
+// receivedBy runs an unbounded transfer on the pair and returns what the
+// sink had received by each mark.
+func (p *vpair) receivedBy(t testing.TB, marks ...time.Duration) []int64 {
+	cli, srv := p.dial(t, 5001)
+	start := p.clk.Elapsed()
+	si := startSink(srv)
+	startSource(cli, 3, 1<<40)
+	var got []int64
+	for _, d := range marks {
+		p.clk.RunUntil(func() bool { return false }, start+d)
+		got = append(got, si.n)
+	}
+	return got
+}
+
+// TestArmBOpensTheT14WindowFasterThanArmA is seed 004's A/B on its emulated
+// path (1 Gbit/s, 2 ms, one stretch ACK per 34 segments, a 256-slot
+// TX ring): arm A (RFC 5681 growth, the old card rule) has received under
+// 2 MB by 300 ms, arm B (HyStart++ L = 8, the half-window card rule) over
+// 15 MB, with no loss in either.
+func TestArmBOpensTheT14WindowFasterThanArmA(t *testing.T) {
+	got := map[cc.Arm]int64{}
+	for _, arm := range []cc.Arm{cc.ArmA, cc.ArmB} {
+		cfg, err := wire.Preset("t14")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.BtoA.AckAggCoalesce = true // one stretch ACK per 34 segments, as the peer sends
+		p := newVPair(t, cfg, tcp.Options{Arm: arm}, tcp.Options{}, 31)
+		by := p.receivedBy(t, 100*time.Millisecond, 300*time.Millisecond)
+		s := p.ra.Snapshot()
+		t.Logf("arm %v: %.2f MB by 100 ms, %.2f MB by 300 ms; card stops %d, retransmitted %d",
+			arm, float64(by[0])/1e6, float64(by[1])/1e6, s["tcp.card-stops"], s["tcp.retransmitted.bytes"])
+		if s["tcp.retransmitted.bytes"] != 0 {
+			t.Errorf("arm %v lost data on a loss-free path", arm)
+		}
+		got[arm] = by[1]
+	}
+	if got[cc.ArmA] > 2e6 || got[cc.ArmB] < 15e6 {
+		t.Errorf("by 300 ms: A %d bytes (want < 2 MB), B %d bytes (want > 15 MB)", got[cc.ArmA], got[cc.ArmB])
+	}
+}
