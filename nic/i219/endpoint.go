@@ -152,7 +152,9 @@ var (
 
 // Open identifies the card, resets and initialises it, and (unless
 // cfg.ManualPoll) starts the poll loop. The card's PCI ID is read from
-// p.Config; unknown IDs fail with ErrUnsupportedDevice.
+// p.Config; unknown IDs fail with ErrUnsupportedDevice. On error the
+// platform still belongs to the caller (Open does not call p.Close), and
+// bus mastering is left off.
 func Open(p Platform, cfg Config) (*Endpoint, error) {
 	if p.Regs == nil || p.Config == nil || p.DMA == nil {
 		return nil, fmt.Errorf("%w: Platform needs Regs, Config and DMA", ErrConfig)
@@ -202,14 +204,18 @@ func Open(p Platform, cfg Config) (*Endpoint, error) {
 	if err := e.d.setPCICommand(true); err != nil {
 		return nil, err
 	}
+	fail := func(err error) (*Endpoint, error) {
+		_ = e.d.setPCICommand(false)
+		return nil, err
+	}
 	if e.d.rd(regSTATUS) == 0xFFFFFFFF {
-		return nil, fmt.Errorf("%w: check the device is in D0 and its BAR is mapped", ErrNotResponding)
+		return fail(fmt.Errorf("%w: check the device is in D0 and its BAR is mapped", ErrNotResponding))
 	}
 	if err := e.d.readMAC(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := e.bringUp(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	e.linkAddr = tcpip.LinkAddress(e.d.mac[:])
 	e.lastStats = e.clk.Now()
@@ -267,7 +273,7 @@ func (e *Endpoint) PauseRX(paused bool) { e.rxPaused.Store(paused) }
 func (e *Endpoint) WaitLink(timeout time.Duration) bool {
 	deadline := e.clk.Now().Add(timeout)
 	for {
-		if e.d.linkUp() {
+		if e.checkLink() {
 			return true
 		}
 		if !e.clk.Now().Before(deadline) {

@@ -3,6 +3,7 @@ package i219_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic/i219"
@@ -83,5 +84,29 @@ func TestDeadCardRefused(t *testing.T) {
 	dev := fake.New(fake.Options{Dead: true})
 	if _, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true}); !errors.Is(err, i219.ErrNotResponding) {
 		t.Fatalf("Open = %v, want ErrNotResponding", err)
+	}
+}
+
+func TestWaitLinkSeesAutonegotiationFinish(t *testing.T) {
+	dev, ep := open(t, fake.Options{LinkDown: true}, i219.Config{})
+	if ep.LinkUp() || ep.WaitLink(50*time.Millisecond) {
+		t.Fatal("link up without a cable")
+	}
+	dev.SetCable(true)
+	if !ep.WaitLink(time.Second) || !ep.LinkUp() {
+		t.Fatal("WaitLink/LinkUp missed the link coming up")
+	}
+	if dev.Config16(fake.CfgCommand)&(1<<2) == 0 {
+		t.Fatal("bus mastering off on a working card")
+	}
+}
+
+func TestFailedOpenLeavesMasteringOff(t *testing.T) {
+	dev := fake.New(fake.Options{MEHoldsSWFlag: 1 << 30})
+	if _, err := i219.Open(dev.Platform(), i219.Config{ManualPoll: true}); err == nil {
+		t.Fatal("Open succeeded")
+	}
+	if dev.Config16(fake.CfgCommand)&(1<<2) != 0 {
+		t.Fatal("bus mastering left on after a failed Open")
 	}
 }

@@ -123,11 +123,13 @@ func (e *Endpoint) foldStats() {
 	e.st.crcErrors.Add(uint64(e.d.rd(regCRCERRS)))
 }
 
-func (e *Endpoint) checkLink() {
+// checkLink reads STATUS.LU, counts a change, and returns the state.
+func (e *Endpoint) checkLink() bool {
 	up := e.d.linkUp()
 	if up != e.link.Swap(up) {
 		e.st.linkChanges.Inc()
 	}
+	return up
 }
 
 // watchdog resets the unit when TDH has not moved for TxHangTimeout while
