@@ -21,7 +21,10 @@ const (
 // pagemapDMA hands out physically contiguous memory for backends without an
 // IOMMU: it carves 2 MiB hugepages (contiguous by construction), or, when
 // none are reserved, single locked 4 KiB pages. Physical addresses come from
-// /proc/self/pagemap (root only: others read zero frame numbers).
+// /proc/self/pagemap (root only: others read zero frame numbers). Locked
+// is not pinned: memory compaction may still move a locked 4 KiB page
+// unless vm.compact_unevictable_allowed is 0, which is why hugepages come
+// first.
 type pagemapDMA struct {
 	mu      sync.Mutex
 	huge    bool
