@@ -105,6 +105,7 @@ func run(check, backend string) (string, error) {
 			impl = "linux"
 		}
 		var detail string
+		irq0 := cardIRQs()
 		if check != "flap" {
 			detail, err = checkE2E(e)
 			if d, ok := e.(*driverEnv); ok && err == nil && check == "e2ecsum" {
@@ -115,6 +116,13 @@ func run(check, backend string) (string, error) {
 			}
 		} else {
 			detail, err = checkFlap(e)
+		}
+		if backend == "uio" || backend == "vfio" {
+			irqs := cardIRQs() - irq0
+			detail += fmt.Sprintf("; %s interrupts %d", backend, irqs)
+			if err == nil && irqs == 0 {
+				err = fmt.Errorf("no interrupt counted in /proc/interrupts for the %s backend: %s", backend, detail)
+			}
 		}
 		return "tcp=" + impl + " " + detail, err
 	}
