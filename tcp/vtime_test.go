@@ -109,8 +109,19 @@ func (p *vpair) dial(t testing.TB, port uint16) (cli, srv vconn) {
 	return vconn{c, cwq}, vconn{s, swq}
 }
 
-// pattern is the test stream: byte i of stream seed.
-func pattern(seed, i int64) byte { return byte(i*131 + i>>11 + seed*7) }
+// The test stream repeats a table of patternLen bytes (a prime, so the
+// stream does not align with segments or buffers): byte i of stream seed is
+// patternTable(seed)[i%patternLen].
+const patternLen = 65521
+
+func patternTable(seed int64) []byte {
+	b := make([]byte, 2*patternLen) // doubled, so any window is one slice
+	for j := range b {
+		k := int64(j % patternLen)
+		b[j] = byte(k*131 + k>>7 + seed*7)
+	}
+	return b
+}
 
 // source writes n bytes of the pattern whenever the endpoint is writable,
 // then shuts down writing.
@@ -127,7 +138,7 @@ type source struct {
 }
 
 func startSource(c vconn, seed, n int64) *source {
-	s := &source{c: c, seed: seed, n: n, buf: make([]byte, 32<<10)}
+	s := &source{c: c, seed: seed, n: n, buf: patternTable(seed)}
 	s.entry = waiter.NewFunctionEntry(waiter.WritableEvents, func(waiter.EventMask) { s.pump() })
 	c.wq.EventRegister(&s.entry)
 	s.pump()
@@ -144,12 +155,10 @@ func (s *source) pump() {
 	for {
 		s.again = false
 		for s.sent < s.n && s.err == nil {
-			k := min(int64(len(s.buf)), s.n-s.sent)
-			for i := int64(0); i < k; i++ {
-				s.buf[i] = pattern(s.seed, s.sent+i)
-			}
+			at := s.sent % patternLen
+			k := min(int64(patternLen), s.n-s.sent)
 			var r bytes.Reader
-			r.Reset(s.buf[:k])
+			r.Reset(s.buf[at : at+k])
 			w, err := s.c.ep.Write(&r, tcpip.WriteOptions{})
 			s.sent += w
 			if err != nil {
@@ -231,13 +240,11 @@ func (s *sink) done() bool { return s.eof || s.err != nil }
 
 func streamHash(seed, n int64) [32]byte {
 	h := sha256.New()
-	buf := make([]byte, 64<<10)
+	tab := patternTable(seed)
 	for off := int64(0); off < n; {
-		k := min(int64(len(buf)), n-off)
-		for i := int64(0); i < k; i++ {
-			buf[i] = pattern(seed, off+i)
-		}
-		h.Write(buf[:k])
+		k := min(int64(patternLen), n-off)
+		at := off % patternLen
+		h.Write(tab[at : at+k])
 		off += k
 	}
 	var out [32]byte
