@@ -195,12 +195,15 @@ func newPipe(d Dir, seed uint64, skip int, realtime bool, pool *bufPool, out fun
 // bottleneck and the delay line. It never blocks: a frame that cannot be
 // held is dropped and counted. The first p.skip bytes (a virtio-net header)
 // do not count towards the rate.
-func (p *pipe) submit(parts ...[]byte) {
+func (p *pipe) submit(parts ...[]byte) { p.submitAt(time.Now(), parts...) }
+
+// submitAt is submit for a frame that reaches the bottleneck at now (after
+// the sender's card stage, which may lie in the future).
+func (p *pipe) submitAt(now time.Time, parts ...[]byte) {
 	n := 0
 	for _, b := range parts {
 		n += len(b)
 	}
-	now := time.Now()
 	p.mu.Lock()
 	if p.d.Loss > 0 && p.rng.Float64() < p.d.Loss {
 		p.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/netramp/netramp/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -23,12 +24,25 @@ type Link struct {
 	mu   sync.RWMutex
 	disp stack.NetworkDispatcher
 	out  *pipe
+	card *card // nil: no TX ring model
 
-	closed                     atomic.Bool
-	txFrames, rxFrames, rxDrop atomic.Int64
+	closed                               atomic.Bool
+	txFrames, rxFrames, rxDrop, ringFull atomic.Int64
 }
 
-var _ stack.LinkEndpoint = (*Link)(nil)
+var (
+	_ stack.LinkEndpoint = (*Link)(nil)
+	_ nic.CreditLink     = (*Link)(nil)
+)
+
+// TxCredit implements nic.CreditLink: the modelled card's ring, or nil when
+// Config.TxRing is 0 (never card-limited).
+func (l *Link) TxCredit() nic.Credit {
+	if l.card == nil {
+		return nil
+	}
+	return l.card
+}
 
 func newLink(mtu uint32, ours, kernel tcpip.LinkAddress) *Link {
 	l := &Link{mtu: mtu, ourHW: ours}
@@ -96,7 +110,18 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		}
 		parts = append(parts[:0], l.eth[:])
 		parts = append(parts, pkt.AsSlices()...)
-		l.out.submit(parts...)
+		if l.card == nil {
+			l.out.submit(parts...)
+		} else {
+			at, ok := l.card.take(len(l.eth) + pkt.Size())
+			if !ok {
+				// Refuse this and the rest, as a full qdisc does; the
+				// sender learns of room through TxCredit.
+				l.ringFull.Add(int64(pkts.Len() - n))
+				return n, &tcpip.ErrNoBufferSpace{}
+			}
+			l.out.submitAt(at, parts...)
+		}
 		l.txFrames.Add(1)
 		n++
 	}

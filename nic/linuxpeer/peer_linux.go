@@ -51,6 +51,12 @@ type Config struct {
 	// nice -10. Leave it off where the path has no rate limit: a releasing
 	// thread that never sleeps would then hold a core.
 	Realtime bool
+	// TxRing (Start only) models the stack's card: a ring of this many
+	// frames draining at LineRateBps (0 = Path.Out.RateBps) in front of
+	// the path. Link then implements nic.CreditLink with it and refuses
+	// writes when it is full. 0 means no card model.
+	TxRing      int
+	LineRateBps int64
 }
 
 func (c *Config) fill() error {
@@ -66,6 +72,9 @@ func (c *Config) fill() error {
 	if c.TCPMem == 0 {
 		c.TCPMem = 64 << 20
 	}
+	if c.TxRing < 0 || c.LineRateBps < 0 {
+		return fmt.Errorf("%w: TxRing %d and LineRateBps %d must be ≥ 0", ErrBadConfig, c.TxRing, c.LineRateBps)
+	}
 	if c.TCPMem < 1<<20 {
 		return fmt.Errorf("%w: TCPMem %d under 1 MiB", ErrBadConfig, c.TCPMem)
 	}
@@ -75,8 +84,13 @@ func (c *Config) fill() error {
 	return c.Path.In.validate()
 }
 
-// PathStats is both directions of the emulator.
-type PathStats struct{ Out, In DirStats }
+// PathStats is both directions of the emulator, and the stack's link.
+type PathStats struct {
+	Out, In DirStats
+	// RingFull counts packets the stack wrote while the modelled TX ring
+	// was full (Peer with TxRing only).
+	RingFull int64
+}
 
 // Peer is the kernel in a namespace, reached from this process's stack
 // through Link and the emulator.
@@ -125,6 +139,13 @@ func Start(ctx context.Context, cfg Config) (*Peer, error) {
 	p.in = newPipe(cfg.Path.In, cfg.Path.Seed+1, 0, cfg.Realtime, pool, p.link.deliver)
 	p.out.other, p.in.other = p.in, p.out
 	p.link.out = p.out
+	if cfg.TxRing > 0 {
+		line := cfg.LineRateBps
+		if line == 0 {
+			line = cfg.Path.Out.RateBps
+		}
+		p.link.card = newCard(cfg.TxRing, line)
+	}
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); readInto(dev, p.in, nil) }()
 	return p, nil
@@ -169,7 +190,9 @@ func (p *Peer) Command(ctx context.Context, name string, args ...string) *exec.C
 }
 
 // Stats returns the emulator's counts and lateness so far.
-func (p *Peer) Stats() PathStats { return PathStats{Out: p.out.stats(), In: p.in.stats()} }
+func (p *Peer) Stats() PathStats {
+	return PathStats{Out: p.out.stats(), In: p.in.stats(), RingFull: p.link.ringFull.Load()}
+}
 
 // Close stops the emulator, closes the TAP and deletes the namespace (and
 // every socket left in it). Safe to call twice.
@@ -178,6 +201,9 @@ func (p *Peer) Close() error {
 		p.link.Close()
 		p.dev.Close()
 		p.wg.Wait()
+		if p.link.card != nil {
+			p.link.card.close()
+		}
 		p.out.close()
 		p.in.close()
 		p.err = p.Kernel.ns.Delete()

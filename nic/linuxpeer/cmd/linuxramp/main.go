@@ -36,6 +36,7 @@ func main() {
 	late := flag.Duration("late", 0, "reject runs whose p99 lateness exceeds this (0 = RTT/10)")
 	aggN := flag.Int("ackagg", 0, "hold the receiver's pure ACKs until this many data segments passed (0 = off)")
 	aggHold := flag.Duration("ackhold", 0, "release held ACKs after at most this long (0 = no time limit)")
+	ring := flag.Int("ring", 0, "stack arms: model the card's TX ring with this many slots at the path rate (0 = none)")
 	procs := flag.Int("procs", 0, "GOMAXPROCS (0 = leave): extra Ps let the emulator's threads run beside a busy in-process stack")
 	marksFlag := flag.String("marks", "100ms,300ms,1s,2s", "comma-separated instants to report bytes received by")
 	flag.Parse()
@@ -56,6 +57,7 @@ func main() {
 	}
 	cfg := linuxpeer.Config{Path: linuxpeer.Symmetric(int64(*rate), *rtt, *loss), CongestionControl: *cc, Realtime: *rt, SplitGSO: *split}
 	cfg.Path.In.AckAggSegments, cfg.Path.In.AckAggHold = *aggN, *aggHold
+	cfg.TxRing = *ring
 	fmt.Printf("path: %.0f Mbit/s, RTT %v, loss %g, ACK aggregation %d segments / %v; marks %v; reject p99 lateness > %v\n",
 		*rate/1e6, *rtt, *loss, *aggN, *aggHold, marks, *late)
 	failed := false
@@ -85,6 +87,7 @@ func run(arm string, cfg linuxpeer.Config, marks []time.Duration) (linuxpeer.Ram
 	defer cancel()
 	switch arm {
 	case "linux":
+		cfg.TxRing = 0 // the kernels' own device queues stand for their cards
 		pr, err := linuxpeer.StartPair(ctx, cfg)
 		if err != nil {
 			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
@@ -101,6 +104,11 @@ func run(arm string, cfg linuxpeer.Config, marks []time.Duration) (linuxpeer.Ram
 		return r, pr.Stats(), err
 	case "gvisor", "netramp":
 		p, err := linuxpeer.Start(ctx, cfg)
+		defer func() {
+			if p != nil && cfg.TxRing > 0 {
+				fmt.Printf("%-8s        writes refused at the full %d-slot ring: %d\n", "", cfg.TxRing, p.Stats().RingFull)
+			}
+		}()
 		if err != nil {
 			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
 		}
