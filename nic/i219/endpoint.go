@@ -214,6 +214,9 @@ func Open(p Platform, cfg Config) (*Endpoint, error) {
 	if err := e.d.readMAC(); err != nil {
 		return fail(err)
 	}
+	if err := e.d.phyWorkarounds(); err != nil {
+		return fail(err)
+	}
 	if err := e.bringUp(); err != nil {
 		return fail(err)
 	}

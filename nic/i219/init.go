@@ -57,16 +57,29 @@ func (d *dev) reset(tx *txRing) error {
 	return nil
 }
 
-// initPHY readies the PHY and starts autonegotiation, in Intel's order for
-// the PCH (init_phy_workarounds, then setup_link): ULP off, PHY answering
-// (SMBus/LANPHYPC recovery), K1 left at the NVM default, EEE off, then the
+// phyWorkarounds makes the PCH's PHY usable before the first reset, where
+// Intel's probe does it (init_phy_workarounds): ULP off, then, if the PHY
+// is still silent, the SMBus/LANPHYPC recovery. A MAC reset that also
+// resets a PHY stuck in ULP or on SMBus leaves it stuck.
+func (d *dev) phyWorkarounds() error {
+	if !d.variant.IsPCH() {
+		return nil
+	}
+	if err := d.disableULP(); err != nil {
+		return err
+	}
+	if err := d.acquireSWFlag(); err != nil {
+		return err
+	}
+	defer d.releaseSWFlag()
+	return d.recoverPHY()
+}
+
+// initPHY brings the link up after a reset, as Intel's setup_link does:
+// the PHY must answer (on the PCH, recover it again if the reset left it
+// on SMBus), K1 stays at the NVM default, EEE is turned off, then the
 // advertisement and an autonegotiation restart through MDIC.
 func (d *dev) initPHY() error {
-	if d.variant.IsPCH() {
-		if err := d.disableULP(); err != nil {
-			return err
-		}
-	}
 	if err := d.acquireSWFlag(); err != nil {
 		return err
 	}

@@ -206,25 +206,28 @@ func TestEEEOffAndAutonegotiationStarted(t *testing.T) {
 }
 
 // TestInitOrderFollowsIntel checks the write trace against the shared-code
-// order: flush, mask interrupts, stop RX/TX, mastering disable, reset under
-// the semaphore, PHY (ULP, EEE, autonegotiation), then TX ring, TX enable,
-// RX ring, RX enable, RX tail.
+// order: PHY workarounds (ULP off) before anything else, then the ring
+// flush, mask interrupts, stop RX/TX, mastering disable, reset under the
+// semaphore, link setup (autonegotiation), TX ring, TX enable, RX ring, RX
+// enable, RX tail.
 func TestInitOrderFollowsIntel(t *testing.T) {
-	dev, _ := open(t, fake.Options{FlushRequired: true}, i219.Config{})
+	dev, _ := open(t, fake.Options{FlushRequired: true, StaleRing: true, PHYInULP: true}, i219.Config{})
 	tr := dev.Trace()
 	steps := []struct {
 		name  string
 		match func(fake.Access) bool
 	}{
+		{"semaphore for the PHY", write(fake.EXTCNF, 1<<5, 1<<5)},
+		{"ULP toggle", write(fake.CTRL, 1<<16|1<<17, 1<<16)},
+		{"ULP commit", write(fake.MDIC, 0x0C1F0000|1, 0x04100000|1)},
 		{"MULR fix", write(offFEXTNVM11, 1<<13, 1<<13)},
+		{"flush: TX enabled", write(fake.TCTL, 2, 2)},
 		{"mask interrupts", write(offIMC, 0xFFFFFFFF, 0xFFFFFFFF)},
 		{"RX off", write(fake.RCTL, 0xFFFFFFFF, 0)},
 		{"mastering disable", write(fake.CTRL, 1<<2, 1<<2)},
-		{"semaphore", write(fake.EXTCNF, 1<<5, 1<<5)},
+		{"semaphore for the reset", write(fake.EXTCNF, 1<<5, 1<<5)},
 		{"reset", write(fake.CTRL, 1<<26, 1<<26)},
 		{"driver loaded", write(fake.CTRLEXT, 1<<28, 1<<28)},
-		{"ULP toggle", write(fake.CTRL, 1<<16|1<<17, 1<<16)},
-		{"ULP commit", write(fake.MDIC, 0x0C1F0000|1, 0x04100000|1)},
 		{"autoneg restart", write(fake.MDIC, 0x0C1FFFFF, 0x04000000|0x1200)},
 		{"set link up", write(fake.CTRL, 1<<6, 1<<6)},
 		{"TX base", write(fake.TDBAL, 0, 0)},
