@@ -469,6 +469,12 @@ func (e *endpoint) growSendBuffer() {
 	if w := int(e.sndWnd); w > want {
 		want = w
 	}
+	if want <= e.sbuf.Cap() {
+		return
+	}
+	// Grow by doubling, so the ring is reallocated O(log) times, not on
+	// every ACK of slow start.
+	want = max(want, 2*e.sbuf.Cap())
 	if want > e.p.opts.SendBufferMax {
 		want = e.p.opts.SendBufferMax
 	}
