@@ -19,11 +19,9 @@ func (d *dev) reset(tx *txRing) error {
 	d.flush()
 	d.clk.Sleep(10 * time.Millisecond)
 
-	if err := d.disableMastering(); err != nil {
-		// Intel's code resets anyway: the reset stops DMA too, only less
-		// gracefully. Reported by the caller's trace, not fatal.
-		_ = err
-	}
+	// Intel's code resets even when mastering does not stop in time: the
+	// global reset stops DMA as well, only without letting requests finish.
+	_ = d.disableMastering()
 
 	ctrl := d.rd(regCTRL) | ctrlRST
 	if d.variant.IsPCH() {
@@ -41,8 +39,8 @@ func (d *dev) reset(tx *txRing) error {
 
 	if d.variant.IsPCH() {
 		// LAN_INIT_DONE: the MAC finished reading the NVM. Clear it so the
-		// next reset can be told apart, then wait for the PHY's
-		// configuration (PHYRA) and clear that too.
+		// next reset can be told apart, and clear PHYRA (PHY reset
+		// asserted), which the PHY reset set.
 		if err := d.waitReg(regSTATUS, statusLANInitDone, statusLANInitDone, 100*time.Microsecond, 1500); err != nil {
 			return fmt.Errorf("i219: NVM load after reset: %w", err)
 		}
@@ -146,6 +144,8 @@ func (d *dev) initHW(tx *txRing, rx *rxRing) error {
 	}
 	d.wr(regTXDCTL, txdctl)
 	d.wr(regTARC0, d.rd(regTARC0)|tarc0Enable)
+	// Collision threshold 15 and distance 63, the values Intel's e1000e
+	// programs for every link; short frames padded (PSP).
 	d.wr(regTCTL, tctlEN|tctlPSP|tctlCT|tctlCOLD|tctlRTLC)
 	if d.variant == VariantSPT {
 		d.sptTxErrata()
