@@ -29,7 +29,7 @@ func (d *dev) reset(tx *txRing) error {
 			return err
 		}
 		// Reset the PHY with the MAC unless firmware blocks PHY resets.
-		if d.rd(regFWSM)&fwsmRSPCIPHY != 0 {
+		if d.rd(d.m.fwsm)&fwsmRSPCIPHY != 0 {
 			ctrl |= ctrlPHYRST
 		}
 	}

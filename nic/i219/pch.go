@@ -66,7 +66,7 @@ func (d *dev) flushRings(tx *txRing) {
 }
 
 // meValid reports whether the ME firmware runs (FWSM.FW_VALID).
-func (d *dev) meValid() bool { return d.rd(regFWSM)&fwsmFWValid != 0 }
+func (d *dev) meValid() bool { return d.rd(d.m.fwsm)&fwsmFWValid != 0 }
 
 // disableULP takes the PHY out of Ultra Low Power. I218/I219 PHYs enter ULP
 // on cable disconnect or Sx and then do not answer MDIO. With the ME
@@ -78,12 +78,12 @@ func (d *dev) meValid() bool { return d.rd(regFWSM)&fwsmFWValid != 0 }
 // and let SMBus be released on PERST# again.
 func (d *dev) disableULP() error {
 	if d.meValid() {
-		h := d.rd(regH2ME)
-		d.wr(regH2ME, (h&^h2meULP)|h2meEnforce)
-		if err := d.waitReg(regFWSM, fwsmULPCfgDone, 0, 10*time.Millisecond, 30); err != nil {
+		h := d.rd(d.m.h2me)
+		d.wr(d.m.h2me, (h&^h2meULP)|h2meEnforce)
+		if err := d.waitReg(d.m.fwsm, fwsmULPCfgDone, 0, 10*time.Millisecond, 30); err != nil {
 			return fmt.Errorf("i219: ME did not leave ULP: %w", err)
 		}
-		d.wr(regH2ME, d.rd(regH2ME)&^h2meEnforce)
+		d.wr(d.m.h2me, d.rd(d.m.h2me)&^h2meEnforce)
 		return nil
 	}
 	if err := d.acquireSWFlag(); err != nil {
@@ -171,7 +171,7 @@ func (d *dev) recoverPHY() error {
 			_ = d.writePHYPage(smbCtrlPage, smbCtrlReg, v&^smbCtrlForce)
 		}
 	} else {
-		if d.meValid() && d.rd(regFWSM)&fwsmRSPCIPHY == 0 {
+		if d.meValid() && d.rd(d.m.fwsm)&fwsmRSPCIPHY == 0 {
 			return fmt.Errorf("%w: firmware blocks PHY reset and the PHY is silent", ErrPHY)
 		}
 		d.toggleLANPHYPC()

@@ -2,7 +2,9 @@ package i219
 
 // Register offsets in BAR0, named as in Intel's 82574L and I219 datasheets
 // ("Register Summary" tables). Offsets that mean different registers on the
-// two families are not here: they live in regMap (regmap.go).
+// two families are not here: they live in regMap (regmap.go), which also
+// carries the PCH-only registers named below, so code reaches those only
+// through the map.
 const (
 	regCTRL     = 0x0000 // Device Control
 	regSTATUS   = 0x0008 // Device Status
@@ -50,7 +52,7 @@ const (
 	regRAH0     = 0x5404 // Receive address high, entry 0
 	regH2ME     = 0x5B50 // Host to ME (PCH)
 	regFWSM     = 0x5B54 // Firmware semaphore (PCH: ME state)
-	regFEXTNVM7 = 0x00E4 // PCH only (IAM's neighbour on the 82574L is reserved)
+	regFEXTNVM7 = 0x00E4 // PCH only
 	regFEXTNVM9 = 0x5BB4 // PCH only
 	regFEXT11   = 0x5BBC // FEXTNVM11, PCH only
 )
