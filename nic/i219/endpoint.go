@@ -130,6 +130,7 @@ type Endpoint struct {
 	rxPaused   atomic.Bool
 	resetting  atomic.Bool  // a unit reset is under way: writers drop
 	txFree     atomic.Int32 // tx.free() as of the last change, for TxCredit
+	notifySoon atomic.Bool  // a waiter registered while room was free
 	lastStats  time.Time
 	hangTDH    uint32
 	hangSince  time.Time
@@ -569,8 +570,11 @@ type credit struct{ e *Endpoint }
 // reads a mirror updated under the TX lock, so asking never waits.
 func (c credit) TxFree() int { return int(c.e.txFree.Load()) }
 
-// NotifyTxFree implements nic.Credit. f runs once, on the reclaim path,
-// with no driver lock held.
+// NotifyTxFree implements nic.Credit. f runs once, on the reclaim path
+// (the poll pass or a writer's reclaim), with no driver lock held. If there
+// is room already when f is registered, the next poll pass calls it: a
+// reclaim that happened between the caller's TxFree and this call is not a
+// lost wake-up.
 func (c credit) NotifyTxFree(f func()) (cancel func()) {
 	e := c.e
 	e.waitMu.Lock()
@@ -578,6 +582,9 @@ func (c credit) NotifyTxFree(f func()) (cancel func()) {
 	e.nextW++
 	e.waiters[id] = f
 	e.waitMu.Unlock()
+	if e.txFree.Load() > 0 {
+		e.notifySoon.Store(true)
+	}
 	return func() {
 		e.waitMu.Lock()
 		delete(e.waiters, id)

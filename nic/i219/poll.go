@@ -103,7 +103,7 @@ func (e *Endpoint) Poll() int {
 	e.txMu.Lock()
 	f := e.reclaimLocked()
 	e.txMu.Unlock()
-	if f > 0 {
+	if e.notifySoon.Swap(false) || f > 0 {
 		e.notifyWaiters()
 	}
 	now := e.clk.Now()

@@ -312,3 +312,20 @@ func TestWriteDuringUnitResetDropsInsteadOfWaiting(t *testing.T) {
 		t.Fatalf("drops %d, want 3", got)
 	}
 }
+
+// TestWaiterRegisteredWithRoomIsCalledByTheNextPoll: a waiter registered
+// after the ring drained (nothing left to reclaim) is still called.
+func TestWaiterRegisteredWithRoomIsCalledByTheNextPoll(t *testing.T) {
+	_, ep := open(t, fake.Options{}, i219.Config{})
+	writeFrames(t, ep, frames(3, 60))
+	ep.Poll() // everything sent and reclaimed
+	called := 0
+	ep.TxCredit().NotifyTxFree(func() { called++ })
+	if called != 0 {
+		t.Fatal("waiter called inside NotifyTxFree")
+	}
+	ep.Poll()
+	if called != 1 {
+		t.Fatalf("waiter called %d times by the next poll, want 1", called)
+	}
+}
