@@ -241,18 +241,30 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 
 	// Judge: an arm with any row unavailable or failed is not judged.
 	jrows := make([]judge.Row, 0, len(rows))
-	missing := map[string]string{}
+	why := map[string][]string{}
 	for i, r := range rows {
 		switch {
 		case r.Unavailable != "":
-			missing[r.Arm] = "unavailable: " + r.Unavailable
+			why[r.Arm] = append(why[r.Arm], "unavailable: "+r.Unavailable)
 		case r.Err != "":
-			missing[r.Arm] = fmt.Sprintf("row %d failed: %s", i+1, r.Err)
+			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d failed: %s", i+1, r.Err))
 		case r.Rejected != "":
-			missing[r.Arm] = fmt.Sprintf("row %d rejected: %s", i+1, r.Rejected)
+			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d rejected: %s", i+1, r.Rejected))
 		default:
 			jrows = append(jrows, judge.Row{Arm: r.Arm, Values: r.Metrics(), Timebase: r.Timebase})
 		}
+	}
+	missing := map[string]string{}
+	for arm, w := range why {
+		seen := map[string]bool{}
+		var uniq []string
+		for _, x := range w {
+			if !seen[x] {
+				seen[x] = true
+				uniq = append(uniq, x)
+			}
+		}
+		missing[arm] = strings.Join(uniq, "; ")
 	}
 	verdicts := judge.Judge(rules, jrows, missing)
 	elapsed := time.Since(start)

@@ -59,7 +59,7 @@ const (
 	defaultConns = 5
 	// gVisor's TCP opens its window slowly on t14 (ACK aggregation): at the
 	// full size its rows alone would take minutes of real time.
-	defaultArmBytes = "gVisor=30000000"
+	defaultArmBytes = "gVisor=20000000"
 )
 
 func runBench(ctx context.Context, args []string) error {
