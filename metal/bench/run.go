@@ -239,7 +239,7 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 		return nil, err
 	}
 
-	// Judge: an arm with any row unavailable or failed is not judged.
+	// Judge: an arm with any row unavailable, failed or rejected is not judged.
 	jrows := make([]judge.Row, 0, len(rows))
 	why := map[string][]string{}
 	for i, r := range rows {
