@@ -44,7 +44,7 @@ bind() {
 	fi
 	drv=none
 	[ -e $dev/driver ] && drv=$(basename $(readlink $dev/driver))
-	echo "GUEST backend $1: driver $drv"
+	echo "GUEST backend $1: driver $drv (uptime $(cut -d' ' -f1 /proc/uptime)s)"
 	if [ $1 = kernel ]; then
 		# The reference: Linux's own driver and TCP, addressed as slirp expects.
 		ip link set lo up
@@ -60,7 +60,7 @@ if [ -n "$dev" ]; then
 		checks=${item#*:}
 		bind $backend
 		/bin/i219check -backend $backend -checks $checks -dev $bdf $args
-		echo "GUEST i219check $backend exit $?"
+		echo "GUEST i219check $backend exit $? (uptime $(cut -d' ' -f1 /proc/uptime)s)"
 	done
 fi
 echo "GUEST done"

@@ -34,15 +34,18 @@ func main() {
 	failed := 0
 	for _, c := range strings.Split(*checks, ",") {
 		name := c + "/" + *backend
+		start := time.Now()
 		detail, err := run(c, *backend)
+		took := time.Since(start).Seconds()
 		if err != nil {
 			failed++
-			fmt.Printf("CHECK %s FAIL %v\n", name, err)
-			runClosers(name)
-			continue
+			fmt.Printf("CHECK %s FAIL [%.1fs] %v\n", name, took, err)
+		} else {
+			fmt.Printf("CHECK %s PASS [%.1fs] %s\n", name, took, detail)
 		}
-		fmt.Printf("CHECK %s PASS %s\n", name, detail)
+		start = time.Now()
 		runClosers(name)
+		fmt.Printf("GUEST %s closed in %.1fs\n", name, time.Since(start).Seconds())
 	}
 	if failed > 0 {
 		os.Exit(1)
