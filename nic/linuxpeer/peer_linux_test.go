@@ -99,11 +99,12 @@ func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), p.Addr().String()+"/24") {
 				t.Fatalf("a command run in the namespace does not see the kernel's address %v: %v: %s", p.Addr(), err, out)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			dl, _ := ctx.Deadline()
-
+			// Each direction gets its own generous deadline: a loaded CI
+			// machine (or -race) makes 128 MB take tens of seconds.
 			t.Run("stack-dials", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				defer cancel()
+				dl, _ := ctx.Deadline()
 				ln, err := p.Listen(5001)
 				if err != nil {
 					t.Fatal(err)
@@ -124,6 +125,9 @@ func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
 				t.Logf("%d MB each way in %v", n>>20, time.Since(start).Round(time.Millisecond))
 			})
 			t.Run("kernel-dials", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				defer cancel()
+				dl, _ := ctx.Deadline()
 				ln, err := s.Listen(netip.AddrPortFrom(p.LocalPrefix().Addr(), 5002))
 				if err != nil {
 					t.Fatal(err)
