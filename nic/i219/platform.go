@@ -11,7 +11,9 @@ import (
 // Write32 must store without reading first: ICR and the statistics registers
 // clear when read, so a read-modify-write at the bus would lose events and
 // counts. A backend over mmap therefore stores through a plain pointer, never
-// through an exchange instruction.
+// through an exchange instruction. Write32 must also make the CPU's earlier
+// stores to DMA memory visible to the card first (a tail write hands
+// descriptors over): free on x86, a DMB before the store on arm64.
 type Registers interface {
 	Read32(off uint32) uint32
 	Write32(off uint32, v uint32)
