@@ -9,7 +9,7 @@
 #   NETRAMP_QEMU_BOOTS="plain iommu ref"   the boots to run
 #   NETRAMP_QEMU_PLAN_PLAIN / _IOMMU / _REF  a boot's plan: backend:check,.../backend:...
 #   NETRAMP_QEMU_TCP=ours|gvisor           the TCP the end-to-end checks run on the driver
-#   NETRAMP_QEMU_TIMEOUT=240               per-boot limit in seconds
+#   NETRAMP_QEMU_TIMEOUT=360               per-boot limit in seconds
 #   NETRAMP_QEMU_KEEP=1                    keep the work directory (consoles, pcaps, logs)
 #   NETRAMP_QEMU_CACHE=/var/tmp/netramp-qemu  where the extracted vmlinux is kept
 # See ci/qemu/README.md for the checks.
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
-BOOT_TIMEOUT=${NETRAMP_QEMU_TIMEOUT:-240}
+BOOT_TIMEOUT=${NETRAMP_QEMU_TIMEOUT:-360}
 BOOTS=${NETRAMP_QEMU_BOOTS:-"plain iommu ref"}
 PLAN_PLAIN=${NETRAMP_QEMU_PLAN_PLAIN:-"sysfs:regs,smoke,e2e,flap,rxflood/uio:regs,smoke,e2e"}
 PLAN_IOMMU=${NETRAMP_QEMU_PLAN_IOMMU:-"vfio:regs,smoke,e2e,e2ecsum"}
