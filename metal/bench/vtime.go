@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -158,8 +157,9 @@ func (a *virtualArm) runConn(spec RowSpec, seed int64) (report.Conn, error) {
 }
 
 // vdriver moves osbench-lan/3 through two event-driven endpoints (a
-// stack/vtest pair): after every clock event that signalled either, it writes what the send queue
-// takes and reads what arrived, metering reads on the virtual clock. The
+// stack/vtest pair): after every clock event that signalled either, it writes
+// what the send queue takes and reads what arrived, metering reads on the
+// virtual clock. The
 // receiver's report is taken in process rather than sent back over the
 // connection: it carries nothing the meter has not already recorded.
 type vdriver struct {
@@ -345,9 +345,13 @@ func (d *vdriver) receive(ep tcpip.Endpoint, now time.Time) {
 			d.meter.Add(now, c.n)
 		}
 		if terr != nil {
-			if _, ok := terr.(*tcpip.ErrClosedForReceive); ok && d.meter.Bytes() < d.n {
-				d.err = fmt.Errorf("%w: %d of %d bytes", osbench.ErrShort, d.meter.Bytes(), d.n)
-			} else if !wouldBlock(terr) && !strings.Contains(terr.String(), "closed") {
+			switch terr.(type) {
+			case *tcpip.ErrWouldBlock:
+			case *tcpip.ErrClosedForReceive:
+				if d.meter.Bytes() < d.n {
+					d.err = fmt.Errorf("%w: %d of %d bytes", osbench.ErrShort, d.meter.Bytes(), d.n)
+				}
+			default:
 				d.err = fmt.Errorf("receiving: %s", terr)
 			}
 			return
