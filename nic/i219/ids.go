@@ -3,6 +3,7 @@ package i219
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // VendorIntel is Intel's PCI vendor ID.
@@ -82,11 +83,13 @@ func Identify(vendor, device uint16) (Variant, error) {
 	return 0, fmt.Errorf("%w: %04x:%04x is not an I219 or an 82574L", ErrUnsupportedDevice, vendor, device)
 }
 
-// SupportedDevices returns the device IDs (vendor 0x8086) the driver accepts.
+// SupportedDevices returns the device IDs (vendor 0x8086) the driver accepts,
+// in ascending order.
 func SupportedDevices() []uint16 {
 	out := make([]uint16, 0, len(deviceIDs))
 	for id := range deviceIDs {
 		out = append(out, id)
 	}
+	slices.Sort(out)
 	return out
 }

@@ -110,3 +110,19 @@ func TestFailedOpenLeavesMasteringOff(t *testing.T) {
 		t.Fatal("bus mastering left on after a failed Open")
 	}
 }
+
+func TestEveryListedDeviceIdentifies(t *testing.T) {
+	ids := i219.SupportedDevices()
+	if len(ids) < 40 {
+		t.Fatalf("only %d device IDs", len(ids))
+	}
+	for _, id := range ids {
+		v, err := i219.Identify(0x8086, id)
+		if err != nil || (id == 0x10D3) != (v == i219.Variant82574) || (id != 0x10D3 && !v.IsPCH()) {
+			t.Errorf("%04x: %v %v", id, v, err)
+		}
+	}
+	if _, err := i219.Identify(0x10EC, 0x15B8); !errors.Is(err, i219.ErrUnsupportedDevice) {
+		t.Error("another vendor's device accepted")
+	}
+}
