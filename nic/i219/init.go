@@ -1,6 +1,7 @@
 package i219
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -63,14 +64,17 @@ func (d *dev) phyWorkarounds() error {
 	if !d.variant.IsPCH() {
 		return nil
 	}
-	if err := d.disableULP(); err != nil {
-		return err
-	}
+	// A failed ULP exit is not final, as in Intel's code: the recovery
+	// below may still reach the PHY. Only a PHY that stays silent fails.
+	ulpErr := d.disableULP()
 	if err := d.acquireSWFlag(); err != nil {
-		return err
+		return errors.Join(ulpErr, err)
 	}
 	defer d.releaseSWFlag()
-	return d.recoverPHY()
+	if err := d.recoverPHY(); err != nil {
+		return errors.Join(ulpErr, err)
+	}
+	return nil
 }
 
 // initPHY brings the link up after a reset, as Intel's setup_link does:

@@ -77,6 +77,19 @@ func TestULPWithMEIsLeftToTheME(t *testing.T) {
 	}
 }
 
+// TestMEThatNeverLeavesULPFallsBackToLANPHYPC: the ME does not answer the
+// ULP exit request; the driver goes on to the recovery, whose LANPHYPC
+// cycle wakes the PHY, and Open succeeds.
+func TestMEThatNeverLeavesULPFallsBackToLANPHYPC(t *testing.T) {
+	dev, _ := open(t, fake.Options{ME: true, PHYInULP: true, MEIgnoresULPExit: true}, i219.Config{})
+	if dev.PHYInULP() {
+		t.Fatal("PHY still in ULP")
+	}
+	if !lanphypcToggled(dev.Trace()) {
+		t.Fatal("no LANPHYPC recovery after the ME failed to leave ULP")
+	}
+}
+
 func TestPHYOnSMBusRecoveredByForcingSMBus(t *testing.T) {
 	dev, _ := open(t, fake.Options{ME: true, PHYOnSMBus: true}, i219.Config{})
 	const force = 1 << 11

@@ -133,6 +133,9 @@ type Options struct {
 	// MACOnlyInEEPROM leaves RAL0/RAH0 empty at reset (82574L): the MAC
 	// address must then be read through EERD.
 	MACOnlyInEEPROM bool
+	// MEIgnoresULPExit makes the ME never answer the H2ME request to leave
+	// ULP (FWSM.ULP_CFG_DONE stays set).
+	MEIgnoresULPExit bool
 	// Dead makes every register read 0xFFFFFFFF, as a card in D3 or with
 	// memory decoding off does.
 	Dead bool
@@ -407,7 +410,7 @@ func (d *Device) write(off, v uint32) {
 		return
 	case H2ME:
 		d.regs[H2ME] = v
-		if d.opt.ME && v&h2meEnforce != 0 && v&h2meULP == 0 && d.regs[FWSM]&fwsmULPCfgDone != 0 {
+		if d.opt.ME && !d.opt.MEIgnoresULPExit && v&h2meEnforce != 0 && v&h2meULP == 0 && d.regs[FWSM]&fwsmULPCfgDone != 0 {
 			d.ulpExitIn = 3 // the ME takes a few polls
 		}
 		return
