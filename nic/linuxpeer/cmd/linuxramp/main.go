@@ -75,6 +75,9 @@ func main() {
 			}
 			fmt.Printf("%-8s run %d: %v  [%s]\n", arm, i+1, r, verdict)
 			fmt.Printf("%-8s        data: %v\n%-8s        acks: %v\n", "", st.Out.Lateness, "", st.In.Lateness)
+			if arm != "linux" && cfg.TxRing > 0 {
+				fmt.Printf("%-8s        writes refused at the full %d-slot ring: %d\n", "", cfg.TxRing, st.RingFull)
+			}
 		}
 	}
 	if failed {
@@ -104,11 +107,6 @@ func run(arm string, cfg linuxpeer.Config, marks []time.Duration) (linuxpeer.Ram
 		return r, pr.Stats(), err
 	case "gvisor", "netramp":
 		p, err := linuxpeer.Start(ctx, cfg)
-		defer func() {
-			if p != nil && cfg.TxRing > 0 {
-				fmt.Printf("%-8s        writes refused at the full %d-slot ring: %d\n", "", cfg.TxRing, p.Stats().RingFull)
-			}
-		}()
 		if err != nil {
 			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
 		}
