@@ -22,7 +22,6 @@ var ErrConfig = errors.New("i219: bad configuration")
 // down (D3), memory decoding off, or gone from the bus.
 var ErrNotResponding = errors.New("i219: card does not respond (registers read 0xFFFFFFFF)")
 
-
 // Defaults.
 const (
 	DefaultDescriptors  = 256
