@@ -680,3 +680,24 @@ func TestAckCoalescingKeepsOneAckPerFlow(t *testing.T) {
 		t.Fatalf("coalesce kept %d frames, want the other flow's ACK then the newest of the first", len(got))
 	}
 }
+
+func TestNoTraceHashLeavesTheHashZeroAndTheTrafficAlone(t *testing.T) {
+	run := func(noHash bool) ([32]byte, int) {
+		r := newRig(t, Config{AtoB: Dir{RateBps: 1e9, Delay: time.Millisecond, Loss: 0.1}, Seed: 7, NoTraceHash: noHash})
+		var frames [][]byte
+		for i := 0; i < 200; i++ {
+			frames = append(frames, data(uint32(i), 1000))
+		}
+		r.sendEvery(t, r.w.A(), 20*time.Microsecond, frames)
+		r.drain()
+		return r.w.TraceHash(), len(r.b.got)
+	}
+	h1, n1 := run(false)
+	h2, n2 := run(true)
+	if h2 != ([32]byte{}) || h1 == ([32]byte{}) {
+		t.Fatalf("hash with NoTraceHash %x, without %x: want zeros only with it", h2, h1)
+	}
+	if n1 != n2 {
+		t.Fatalf("delivered %d frames hashing, %d not: the option changed the traffic", n1, n2)
+	}
+}
