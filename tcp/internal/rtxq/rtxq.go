@@ -103,6 +103,11 @@ type Queue struct {
 
 	rtxHint uint64 // no retransmission candidate below this offset
 
+	// sacked lists the SACKed segments as merged, sorted ranges above
+	// SND.UNA, so a block repeated on every ACK costs O(log n) to skip,
+	// not one step per segment it covers.
+	sacked []Range
+
 	retxRing [recentRetx]Range
 	retxN    int
 }
@@ -344,6 +349,7 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 		}
 		q.head += k
 		q.una = una
+		q.trimSacked(una)
 		if q.rtxHint < una {
 			q.rtxHint = una
 		}
@@ -352,7 +358,8 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 		}
 	}
 
-	// SACK blocks: mark the segments each covers whole.
+	// SACK blocks: mark the segments each covers whole, walking only the
+	// gaps between ranges already SACKed.
 	for _, b := range sacks {
 		if b.Start < q.una {
 			b.Start = q.una
@@ -364,26 +371,49 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 			continue
 		}
 		l := q.live()
-		for i := q.find(b.Start); i < len(l) && l[i].Start < b.End; i++ {
-			s := &l[i]
-			if s.Sacked || s.Start < b.Start || s.End > b.End {
+		var fresh []Range // newly SACKed, merged, in order
+		cur := b.Start
+		j := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End > cur })
+		for cur < b.End {
+			if j < len(q.sacked) && q.sacked[j].Start <= cur {
+				cur = q.sacked[j].End
+				j++
 				continue
 			}
-			n := s.Len()
-			s.Sacked = true
-			q.sackedBytes += n
-			q.sackedSegs++
-			if s.Lost {
-				s.Lost = false
-				q.lostBytes -= n
+			gapEnd := b.End
+			if j < len(q.sacked) && q.sacked[j].Start < gapEnd {
+				gapEnd = q.sacked[j].Start
 			}
-			if s.RetransInFlight {
-				s.RetransInFlight = false
-				q.retxBytes -= n
+			for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
+				s := &l[i]
+				if s.Sacked || s.Start < b.Start || s.End > b.End {
+					continue
+				}
+				n := s.Len()
+				s.Sacked = true
+				q.sackedBytes += n
+				q.sackedSegs++
+				if s.Lost {
+					s.Lost = false
+					q.lostBytes -= n
+				}
+				if s.RetransInFlight {
+					s.RetransInFlight = false
+					q.retxBytes -= n
+				}
+				res.NewlySacked += n
+				res.Delivered += n
+				q.deliver(&d, s, s.End)
+				if k := len(fresh); k > 0 && fresh[k-1].End == s.Start {
+					fresh[k-1].End = s.End
+				} else {
+					fresh = append(fresh, Range{Start: s.Start, End: s.End})
+				}
 			}
-			res.NewlySacked += n
-			res.Delivered += n
-			q.deliver(&d, s, s.End)
+			cur = gapEnd
+		}
+		for _, r := range fresh {
+			q.addSacked(r)
 		}
 	}
 
@@ -461,14 +491,21 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 	}
 	reo := q.ReoWnd(0)
 	l := q.live()
-	for i := range l {
+	for i := 0; i < len(l); i++ {
 		s := &l[i]
 		// First-send times rise along the queue: once a segment was first
 		// sent after RACK's, so were all later ones.
 		if !sentAfter(q.rackXmit, q.rackEnd, s.FirstSent, s.End) {
 			break
 		}
-		if s.Sacked || (s.Lost && !s.RetransInFlight) {
+		if s.Sacked {
+			// Jump to the last segment of this SACKed run.
+			if k := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End > s.Start }); k < len(q.sacked) {
+				i = q.find(q.sacked[k].End - 1) // the loop's i++ steps past it
+			}
+			continue
+		}
+		if s.Lost && !s.RetransInFlight {
 			continue
 		}
 		if !sentAfter(q.rackXmit, q.rackEnd, s.LastSent, s.End) {
@@ -534,6 +571,7 @@ func (q *Queue) OnRTO(now time.Duration) {
 				q.sackedSegs--
 			}
 		}
+		q.sacked = q.sacked[:0]
 	}
 	reo := q.ReoWnd(0)
 	for i := range l {
@@ -559,4 +597,44 @@ func (q *Queue) PTO(srtt time.Duration, inFlightSegs int, delayedAck time.Durati
 		pto += delayedAck
 	}
 	return pto
+}
+
+// addSacked merges r into the sorted SACKed ranges.
+func (q *Queue) addSacked(r Range) {
+	k := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End >= r.Start })
+	if k < len(q.sacked) && q.sacked[k].Start <= r.End {
+		// Overlaps or touches range k (and maybe the ones after it).
+		if r.Start < q.sacked[k].Start {
+			q.sacked[k].Start = r.Start
+		}
+		if r.End > q.sacked[k].End {
+			q.sacked[k].End = r.End
+		}
+		m := k + 1
+		for m < len(q.sacked) && q.sacked[m].Start <= q.sacked[k].End {
+			if q.sacked[m].End > q.sacked[k].End {
+				q.sacked[k].End = q.sacked[m].End
+			}
+			m++
+		}
+		q.sacked = append(q.sacked[:k+1], q.sacked[m:]...)
+		return
+	}
+	q.sacked = append(q.sacked, Range{})
+	copy(q.sacked[k+1:], q.sacked[k:])
+	q.sacked[k] = r
+}
+
+// trimSacked drops the SACKed ranges below una.
+func (q *Queue) trimSacked(una uint64) {
+	k := 0
+	for k < len(q.sacked) && q.sacked[k].End <= una {
+		k++
+	}
+	if k > 0 {
+		q.sacked = append(q.sacked[:0], q.sacked[k:]...)
+	}
+	if len(q.sacked) > 0 && q.sacked[0].Start < una {
+		q.sacked[0].Start = una
+	}
 }
