@@ -23,10 +23,13 @@ type rampRun struct {
 	reg   *counters.Registry
 }
 
-// runT14 sends n bytes A→B on the t14 preset with the sender on arm.
-func runT14(t *testing.T, arm cc.Arm, name string, n int64) rampRun {
+// runT14 sends n bytes A→B on the t14 preset with the sender on arm;
+// stretch makes the aggregated ACKs one stretch ACK per group.
+func runT14(t *testing.T, arm cc.Arm, name string, n int64, stretch bool) rampRun {
 	t.Helper()
-	p := newPair(t, preset(t, "t14"), tcp.Options{Arm: arm}, tcp.Options{}, 1)
+	cfg := preset(t, "t14")
+	cfg.BtoA.AckAggCoalesce = stretch
+	p := newPair(t, cfg, tcp.Options{Arm: arm}, tcp.Options{}, 1)
 	c, s := dial(t, p, vtest.SideA, 5001)
 	so, si := p.Start(c, s, n, 14)
 	si.Discard = true // the ramp is the claim here; the transfer tests check bytes
@@ -70,23 +73,44 @@ func rampTable(runs ...rampRun) string {
 
 func TestT14ArmBRampsFasterThanArmA(t *testing.T) {
 	// The t14 path: 1 Gbit/s, 2 ms RTT, a 256-frame TX ring, ACKs
-	// aggregated per 34 segments (20 ms hold). Arm B (HyStart++ with L = 8
-	// and the half-window card rule) must have received more than arm A
-	// (RFC 5681 growth and the old card rule) at every ramp mark.
+	// aggregated per 34 segments (20 ms hold), released as they were sent or
+	// coalesced into one stretch ACK per group (the peer of the field
+	// report). Arm B (HyStart++ with L = 8 and the half-window card rule)
+	// must have received more than arm A (RFC 5681 growth and the old card
+	// rule) at every ramp mark, and HyStart++ must have acted in arm B.
 	const n = 320 << 20
-	a := runT14(t, cc.ArmA, "A", n)
-	b := runT14(t, cc.ArmB, "B", n)
-	t.Logf("t14, %s A→B, received by (from the first byte):%s", mb(n), rampTable(a, b))
-	for i, m := range rampMarks {
-		if b.by[i] <= a.by[i] {
-			t.Errorf("received by %v: arm B %s, arm A %s: B must be larger", m, mb(b.by[i]), mb(a.by[i]))
-		}
-	}
-	hy := counter(b.reg, "tcp.hystart.css") + counter(b.reg, "tcp.hystart.exits") + counter(b.reg, "tcp.hystart.resumed")
-	if hy == 0 {
-		t.Errorf("arm B's tcp.hystart.* counters are all zero: HyStart++ never acted")
-	}
-	if got := counter(a.reg, "tcp.hystart.css") + counter(a.reg, "tcp.hystart.exits"); got != 0 {
-		t.Errorf("arm A counted %d HyStart++ events; it runs RFC 5681 slow start", got)
+	for _, v := range []struct {
+		name    string
+		stretch bool
+		// wantCSS: the RTT rises by RttThresh in some round, so HyStart++
+		// enters CSS and its tcp.hystart.* counters must show it. With
+		// stretch ACKs the card paces the flight and the RTT stays flat in
+		// virtual time: HyStart++ acts only through L, and CSS stays 0.
+		wantCSS bool
+	}{
+		{"t14 preset (held ACKs released together)", false, true},
+		{"t14 with one stretch ACK per 34 segments", true, false},
+	} {
+		t.Run(fmt.Sprint(v.stretch), func(t *testing.T) {
+			a := runT14(t, cc.ArmA, "A", n, v.stretch)
+			b := runT14(t, cc.ArmB, "B", n, v.stretch)
+			t.Logf("%s, %s A→B, received by (from the first byte):%s", v.name, mb(n), rampTable(a, b))
+			for i, m := range rampMarks {
+				if b.by[i] <= a.by[i] {
+					t.Errorf("received by %v: arm B %s, arm A %s: B must be larger", m, mb(b.by[i]), mb(a.by[i]))
+				}
+			}
+			hy := counter(b.reg, "tcp.hystart.css") + counter(b.reg, "tcp.hystart.exits") + counter(b.reg, "tcp.hystart.resumed")
+			if v.wantCSS && hy == 0 {
+				t.Errorf("arm B's tcp.hystart.* counters are all zero: HyStart++ never entered CSS")
+			}
+			// L = 8 lets each ACK grow cwnd by up to 8 SMSS: B must grow more.
+			if ga, gb := counter(a.reg, "tcp.cwnd.grown.bytes"), counter(b.reg, "tcp.cwnd.grown.bytes"); gb <= ga {
+				t.Errorf("cwnd grown: arm B %d bytes, arm A %d: HyStart++'s L did not act", gb, ga)
+			}
+			if got := counter(a.reg, "tcp.hystart.css") + counter(a.reg, "tcp.hystart.exits"); got != 0 {
+				t.Errorf("arm A counted %d HyStart++ events; it runs RFC 5681 slow start", got)
+			}
+		})
 	}
 }
