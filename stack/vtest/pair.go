@@ -185,7 +185,8 @@ func (p *Pair) listen(s Side, port uint16) (*listener, error) {
 
 // Dial connects a new endpoint on side from to a listener on the other side
 // at port (created on first use), running the clock until the handshake is
-// done and the server's endpoint accepted (at most 30 s of virtual time).
+// done and the server's endpoint accepted: at most 120 s of virtual time,
+// room for SYN retransmissions on a lossy path.
 func (p *Pair) Dial(from Side, port uint16) (client, server *Conn, err error) {
 	l, err := p.listen(other(from), port)
 	if err != nil {
@@ -205,7 +206,7 @@ func (p *Pair) Dial(from Side, port uint16) (client, server *Conn, err error) {
 	var connErr tcpip.Error
 	connected := false
 	var pending []*Conn // accepted endpoints that belong to no Dial of ours
-	horizon := p.Clock.Elapsed() + 30*time.Second
+	horizon := p.Clock.Elapsed() + 120*time.Second
 	ok := p.Clock.RunUntil(func() bool {
 		if !connected && client.EP.Readiness(waiter.WritableEvents|waiter.EventErr|waiter.EventHUp) != 0 {
 			connected = true
