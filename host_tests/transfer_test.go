@@ -200,3 +200,22 @@ func TestSameSeedGivesTheSameWireTraceAndAnotherSeedDoesNot(t *testing.T) {
 		})
 	}
 }
+
+func TestClosedConnectionsLeaveNoTimerBehindAfterTimeWait(t *testing.T) {
+	// Ten connections carry 1 MB each and close; once TIME-WAIT (60 s) has
+	// passed, nothing of them may still be scheduled on the clock.
+	p := newPair(t, gigabit(), tcp.Options{}, tcp.Options{}, 1)
+	for i := 0; i < 10; i++ {
+		c, s := dial(t, p, vtest.Side(i%2), 5001)
+		if _, _, err := p.Transfer(c, s, 1<<20, int64(i), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	before := p.Clock.Pending()
+	p.Clock.RunFor(2 * tcp.DefaultTimeWait)
+	if n := p.Clock.Pending(); n != 0 {
+		t.Fatalf("%d timers still pending 2 minutes after the last close (%d right after)", n, before)
+	}
+	t.Logf("%d timers pending right after the closes, none after TIME-WAIT", before)
+}
