@@ -13,6 +13,20 @@ import (
 	"github.com/netramp/netramp/tcp"
 )
 
+// lastEchoStall holds the longest wait between two arrivals in either direction
+// of the last echo (a stall: the field report's transfers stopped for minutes).
+var lastEchoStall time.Duration
+
+// longestStall is the longest time between two read instants of a sink.
+func longestStall(si *vtest.Sink) time.Duration {
+	var m time.Duration
+	marks := si.Marks()
+	for i := 1; i < len(marks); i++ {
+		m = max(m, marks[i].At-marks[i-1].At)
+	}
+	return m
+}
+
 // echo runs n bytes A→B and n bytes B→A on one connection at once (the
 // round trip of an echo) and returns the virtual time until both sinks saw
 // EOF.
@@ -35,6 +49,7 @@ func echo(t *testing.T, p *vtest.Pair, n int64, horizon time.Duration) time.Dura
 	}
 	c.Close()
 	s.Close()
+	lastEchoStall = max(longestStall(si1), longestStall(si2))
 	return p.Clock.Elapsed() - start
 }
 
@@ -47,9 +62,14 @@ func TestPilotLossyPresetsEveryTransferCompletes(t *testing.T) {
 					cfg.Seed = seed
 					p := newPair(t, cfg, tcp.Options{}, tcp.Options{}, seed)
 					d := echo(t, p, n, 600*time.Second)
+					// Progress never stops for long: losses are repaired by
+					// ACK-clocked recovery, and a timeout's backoff stays short.
+					if lastEchoStall > 5*time.Second {
+						t.Errorf("seed %d: %v without a byte arriving", seed, lastEchoStall)
+					}
 					a, b := p.Wire.Stats()
-					t.Logf("seed %d: %s each way in %v virtual (%.2f MB/s round trip); wire drops a→b %d b→a %d; A:%s",
-						seed, mb(n), d, float64(n)/1e6/d.Seconds(), a.DropLoss, b.DropLoss, tcpCounters(p.A.Counters()))
+					t.Logf("seed %d: %s each way in %v virtual (%.2f MB/s round trip), longest stall %v; wire drops a→b %d b→a %d; A:%s",
+						seed, mb(n), d, float64(n)/1e6/d.Seconds(), lastEchoStall, a.DropLoss, b.DropLoss, tcpCounters(p.A.Counters()))
 				}
 			})
 		}
