@@ -76,10 +76,11 @@ func NewPair(cfg wire.Config, optsA, optsB tcp.Options, seed int64) (*Pair, erro
 	return NewPairWith(cfg, stack.Options{TCP: optsA}, stack.Options{TCP: optsB}, seed)
 }
 
-// NewPairWith is NewPair with whole stack options (e.g. GVisorTCP on one
-// side; gVisor's TCP uses goroutines of its own, so such a run is not
-// deterministic). Clock and NICs are filled in; a zero Seed takes seed (A)
-// or seed+1 (B).
+// NewPairWith is NewPair with whole stack options. Clock and NICs are filled
+// in; a zero Seed takes seed (A) or seed+1 (B). GVisorTCP does not work
+// here: gVisor's TCP hands segments to goroutines of its own, which the
+// virtual clock's driver neither waits for nor orders, so its handshake never
+// completes inside Run. Run gVisor's TCP on a real-time wire instead.
 func NewPairWith(cfg wire.Config, a, b stack.Options, seed int64) (*Pair, error) {
 	return NewPairLinks(cfg, a, b, seed, nil)
 }
