@@ -33,6 +33,8 @@ type Sink struct {
 	n       int64
 	first   tcpip.MonotonicTime
 	started bool
+	begun   tcpip.MonotonicTime // when Start was called
+	lead    time.Duration       // from Start to the first byte
 	marks   []Mark
 	pending bool // guarded by mu
 	stopped bool // guarded by mu: done, no more pumps
@@ -56,6 +58,9 @@ func NewSink(clk tcpip.Clock, ep tcpip.Endpoint, wq *waiter.Queue) *Sink {
 
 // Start registers for readability and reads what is there.
 func (s *Sink) Start() {
+	s.run.Lock()
+	s.begun = s.clk.NowMonotonic()
+	s.run.Unlock()
 	s.wq.EventRegister(&s.entry)
 	s.kick()
 }
@@ -105,6 +110,7 @@ func (s *Sink) pump() {
 		now := s.clk.NowMonotonic()
 		if !s.started {
 			s.started, s.first = true, now
+			s.lead = now.Sub(s.begun)
 		}
 		at := now.Sub(s.first)
 		if k := len(s.marks); k > 0 && s.marks[k-1].At == at {
@@ -167,4 +173,20 @@ func (s *Sink) stop() {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
+}
+
+// FirstByteAfter is the time from Start to the first byte's arrival.
+func (s *Sink) FirstByteAfter() time.Duration { s.run.Lock(); defer s.run.Unlock(); return s.lead }
+
+// ReceivedBySinceStart is the bytes received within d of Start (for a sink
+// started when the connection was accepted: the ramp as the receiver's
+// application sees it, handshake excluded, first round trip included).
+func (s *Sink) ReceivedBySinceStart(d time.Duration) int64 {
+	s.run.Lock()
+	started, lead := s.started, s.lead
+	s.run.Unlock()
+	if !started {
+		return 0
+	}
+	return s.ReceivedBy(d - lead)
 }

@@ -43,6 +43,12 @@ func TestTransferOfOneMegabyteArrivesWhole(t *testing.T) {
 	if so.Sent() != 1<<20 || si.ReceivedBy(time.Hour) != 1<<20 || si.ReceivedBy(-1) != 0 {
 		t.Fatalf("sent %d, received by end %d", so.Sent(), si.ReceivedBy(time.Hour))
 	}
+	if lead := si.FirstByteAfter(); lead <= 0 || si.ReceivedBySinceStart(lead-1) != 0 || si.ReceivedBySinceStart(time.Hour) != 1<<20 {
+		t.Fatalf("first byte %v after Start; since-start marks wrong", lead)
+	}
+	if si.ReceivedBySinceStart(si.FirstByteAfter()) != si.ReceivedBy(0) {
+		t.Fatal("the two mark origins disagree at the first byte")
+	}
 	marks := si.Marks()
 	for i := 1; i < len(marks); i++ {
 		if marks[i].At <= marks[i-1].At || marks[i].Bytes <= marks[i-1].Bytes {
