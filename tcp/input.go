@@ -818,7 +818,7 @@ func (e *endpoint) lossProbe(now time.Duration) {
 	e.p.st.lossProbes.Inc()
 	dataEnd := e.sbuf.End() + 1
 	if e.sndNxt < dataEnd && e.sndNxt < e.sndUna+e.sndWnd {
-		size := min64(min64(dataEnd-e.sndNxt, uint64(e.smss)), e.sndUna+e.sndWnd-e.sndNxt)
+		size := min64(min64(dataEnd-e.sndNxt, uint64(e.maxPayload())), e.sndUna+e.sndWnd-e.sndNxt)
 		start := e.sndNxt
 		fin := e.finQueued && start+size == dataEnd
 		end := start + size

@@ -72,8 +72,36 @@ func (e *endpoint) ourMSS() int {
 	return m
 }
 
-// dataOptions encodes timestamps and SACK blocks for a non-SYN segment.
-func (e *endpoint) dataOptions(dst []byte, withSACK bool) []byte {
+// sackBlocksWanted is how many SACK blocks (D-SACK first) a segment would
+// carry now, before any size budget.
+func (e *endpoint) sackBlocksWanted() int {
+	if !e.sackOK || e.ooo == nil {
+		return 0
+	}
+	k := e.ooo.Ranges()
+	if e.dsack != nil {
+		k++
+	}
+	return k
+}
+
+// optionBytes is the TCP option length of a data segment sent now: the
+// timestamp option and as many SACK blocks as the 40 option bytes hold.
+func (e *endpoint) optionBytes() int {
+	n := 0
+	if e.tsOK {
+		n = 12
+	}
+	if k := min(e.sackBlocksWanted(), (40-n-4)/8); k > 0 {
+		n += 4 + 8*k
+	}
+	return n
+}
+
+// dataOptions encodes timestamps and SACK blocks for a non-SYN segment,
+// within budget option bytes: a segment's options and payload together never
+// exceed the MSS (RFC 9293 §3.7.1), so it is never IP-fragmented.
+func (e *endpoint) dataOptions(dst []byte, withSACK bool, budget int) []byte {
 	b := dst[:40]
 	n := 0
 	if e.tsOK {
@@ -99,7 +127,7 @@ func (e *endpoint) dataOptions(dst []byte, withSACK bool) []byte {
 			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, r.Start)), End: seqnum.Value(wire(e.irs, r.End))}
 			k++
 		}
-		max := (40 - n - 2) / 8
+		max := (min(40, budget) - n - 4) / 8
 		if k > max {
 			k = max
 		}
@@ -191,7 +219,7 @@ func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) {
 		return
 	}
 	var ob [40]byte
-	opts := e.dataOptions(ob[:], flags&header.TCPFlagRst == 0)
+	opts := e.dataOptions(ob[:], flags&header.TCPFlagRst == 0, 40)
 	var ack uint32
 	var wnd uint16
 	if flags&header.TCPFlagAck != 0 {
@@ -217,13 +245,13 @@ func (e *endpoint) sendData(start, end uint64, fin, rtx bool) {
 	if fin {
 		dataEnd--
 	}
+	n := int(dataEnd - start)
 	var ob [40]byte
-	opts := e.dataOptions(ob[:], true)
+	opts := e.dataOptions(ob[:], true, e.mss-n)
 	flags := header.TCPFlagAck
 	if fin {
 		flags |= header.TCPFlagFin
 	}
-	n := int(dataEnd - start)
 	var pa, pb []byte
 	if n > 0 {
 		pa, pb = e.sbuf.Slices(start-1, n)
@@ -245,9 +273,10 @@ func (e *endpoint) sendData(start, end uint64, fin, rtx bool) {
 	e.lastSend = e.now()
 }
 
-// maxPayload is the payload of a full segment now: the send MSS less the
-// options every data segment carries.
-func (e *endpoint) maxPayload() int { return e.smss }
+// maxPayload is the payload of a new full segment now: the MSS less the
+// options it will carry (timestamps, and SACK blocks while the receive side
+// has holes), never more than the SMSS cc counts in.
+func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes()), 1) }
 
 // output is one send opportunity (ARCHITECTURE.md "How a segment travels"):
 // retransmissions of lost segments first, then new data and the FIN, while
