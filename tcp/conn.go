@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"io"
+	"sort"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -239,8 +240,8 @@ func (e *endpoint) Bind(addr tcpip.FullAddress) tcpip.Error {
 type listener struct {
 	backlog  int
 	accept   []*endpoint
-	synQueue int // children in SYN-RECEIVED
-	children map[*endpoint]struct{}
+	synQueue int                    // children in SYN-RECEIVED
+	children map[*endpoint]struct{} // every child not yet accepted (half-open or queued)
 }
 
 // maxSynQueue bounds half-open children; beyond it SYNs are answered with
@@ -328,6 +329,7 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		c.maxSndWnd = c.sndWnd
 		c.sndWL1, c.sndWL2 = 1, 1
 		l.accept = append(l.accept, c)
+		l.children[c] = struct{}{}
 		e.notify |= waiterReadable
 		c.handleSegment(s) // its data, if any
 		c.handOff = false
@@ -680,7 +682,8 @@ func (e *endpoint) closeListenerLocked() {
 	for c := range e.lst.children {
 		kids = append(kids, c)
 	}
-	kids = append(kids, e.lst.accept...)
+	// Map order is random; reset in creation order so runs repeat.
+	sort.Slice(kids, func(i, j int) bool { return kids[i].serial < kids[j].serial })
 	e.lst.accept = nil
 	e.lst.children = map[*endpoint]struct{}{}
 	e.closeLocked(nil)

@@ -68,6 +68,7 @@ type outSeg struct {
 // endpoint is one TCP socket: a listener, or one side of a connection.
 type endpoint struct {
 	p        *protocol
+	serial   uint64 // creation order, for deterministic iteration
 	wq       *waiter.Queue
 	netProto tcpip.NetworkProtocolNumber
 	ops      tcpip.SocketOptions
@@ -191,7 +192,7 @@ type endpoint struct {
 }
 
 func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) *endpoint {
-	e := &endpoint{p: p, wq: wq, netProto: netProto, state: StateInitial}
+	e := &endpoint{p: p, wq: wq, netProto: netProto, state: StateInitial, serial: p.serial.Add(1)}
 	e.ops.InitHandler(e, p.s, tcpip.GetStackSendBufferLimits, tcpip.GetStackReceiveBufferLimits)
 	e.ops.SetSendBufferSize(int64(p.opts.SendBufferMax), false)
 	e.ops.SetReceiveBufferSize(int64(p.opts.ReceiveBufferMax), false)

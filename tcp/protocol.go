@@ -11,6 +11,7 @@ package tcp
 import (
 	"encoding/binary"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -47,6 +48,7 @@ type protocol struct {
 	isn    *isn.Generator
 	jar    *syncookie.Jar
 	tsKey  [16]byte
+	serial atomic.Uint64
 }
 
 func (o *Options) fill() {
