@@ -41,3 +41,30 @@ func TestInteropOursAsClientGVisorAsServer(t *testing.T) {
 func TestInteropGVisorAsClientOursAsServer(t *testing.T) {
 	interop(t, true, false)
 }
+
+// TestInteropOverOnePercentLossBothWays runs 16 MB each way between our TCP
+// and gVisor's over 1% loss in each direction, so SACK, D-SACK and recovery
+// are exercised across the two implementations.
+func TestInteropOverOnePercentLossBothWays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time lossy interop")
+	}
+	const n = 16 << 20
+	for _, c := range []struct {
+		name     string
+		gvA, gvB bool
+	}{{"ours-client", false, true}, {"gvisor-client", true, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := interopPath()
+			cfg.AtoB.Loss, cfg.BtoA.Loss = 0.01, 0.01
+			a, b, w := realPair(t, cfg, tcp.Options{}, tcp.Options{}, c.gvA, c.gvB)
+			cl, sv := connect(t, a, b, 5002)
+			done := make(chan time.Duration, 1)
+			go func() { done <- sendAndCheck(t, sv, cl, n, 44, 3*time.Minute) }()
+			up := sendAndCheck(t, cl, sv, n, 33, 3*time.Minute)
+			down := <-done
+			ab, ba := w.Stats()
+			t.Logf("16 MB each way over 1%% loss: up %v, down %v; lost a→b %d, b→a %d frames", up, down, ab.DropLoss, ba.DropLoss)
+		})
+	}
+}
