@@ -137,6 +137,7 @@ type endpoint struct {
 	est         *rtt.Estimator
 	pace        *pacer.Pacer
 	inRecovery  bool
+	fastRtx     bool // the first retransmission of a recovery ignores cwnd
 	recoverPt   uint64
 	rtoAttempts int // RTO-timer retransmissions since progress: the give-up budget
 	dupAcks     int

@@ -460,6 +460,9 @@ func (e *endpoint) enterRecovery(now time.Duration) {
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
 	e.q.SetInRecovery(true)
+	// The first lost segment goes at once, whatever the reduced window
+	// (fast retransmit: RFC 5681 §3.2 step 2, RFC 6675 §5 step 4.2).
+	e.fastRtx = true
 }
 
 // growSendBuffer lets the send queue follow the window in use: twice cwnd

@@ -303,10 +303,11 @@ func (e *endpoint) output() {
 		}
 		if seg, ok := e.q.NextToRetransmit(); ok {
 			l := seg.End - seg.Start
-			if e.q.InFlight()+l > cwnd && e.q.InFlight() > 0 {
+			if e.q.InFlight()+l > cwnd && e.q.InFlight() > 0 && !e.fastRtx {
 				reason = cc.StopCwnd
 				break
 			}
+			e.fastRtx = false
 			if e.paceWait(now, int(l)) {
 				return
 			}

@@ -835,3 +835,46 @@ func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
 		t.Fatalf("cwnd went from %d to %d segments: the reduction was undone", reduced, info.SndCwnd)
 	}
 }
+
+// TestThirdDuplicateAckRetransmitsWithoutSACK: a peer that declined SACK
+// still gets fast retransmit (RFC 5681 §3.2) of the lost segment.
+func TestThirdDuplicateAckRetransmitsWithoutSACK(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 10})
+	c := h.accept(80, synOptions(1460, 7, false, false, 0))
+	c.write(t, make([]byte, 8*1460))
+	if n := len(h.out()); n != 8 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(5 * time.Millisecond)
+	// Segment 0 is lost: every later one draws a duplicate ACK of it.
+	for i := 0; i < 3; i++ {
+		c.send(header.TCPFlagAck, nil)
+	}
+	rt := h.out()
+	if len(rt) == 0 || rt[0].seq != c.hostNxt || len(rt[0].payload) != 1460 {
+		t.Fatalf("after three duplicate ACKs: %+v, want a retransmission of [%d, +1460)", rt, c.hostNxt)
+	}
+	if h.count("tcp.recoveries") != 1 || h.count("tcp.rto") != 0 {
+		t.Fatalf("recoveries %d, rto %d", h.count("tcp.recoveries"), h.count("tcp.rto"))
+	}
+}
+
+func TestClosingListenerResetsConnectionsNotYetAccepted(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	l, _ := h.listen(80, 8)
+	h.inject(pseg{srcPort: 30001, dstPort: 80, seq: 10, flags: header.TCPFlagSyn, wnd: 65535, opts: synOptions(1460, -1, false, false, 0)})
+	sa := h.one()
+	h.inject(pseg{srcPort: 30001, dstPort: 80, seq: 11, ack: sa.seq + 1, flags: header.TCPFlagAck, wnd: 65535})
+	h.inject(pseg{srcPort: 30002, dstPort: 80, seq: 10, flags: header.TCPFlagSyn, wnd: 65535, opts: synOptions(1460, -1, false, false, 0)})
+	h.out()
+	l.Close()
+	rsts := map[uint16]bool{}
+	for _, s := range h.out() {
+		if s.has(header.TCPFlagRst) {
+			rsts[s.dstPort] = true
+		}
+	}
+	if !rsts[30001] || !rsts[30002] {
+		t.Fatalf("RSTs to %v, want both the queued and the half-open connection", rsts)
+	}
+}
