@@ -82,6 +82,20 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 		return
 	}
 	e.mu.Lock()
+	if e.state == StateTimeWait && s.flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) == header.TCPFlagSyn &&
+		int32(s.seq-wire(e.irs, e.rcvNxt)) > 0 {
+		// A new incarnation's SYN above the old sequence space ends
+		// TIME-WAIT early (RFC 9293 §3.10.7.4's allowance, as RFC 6191),
+		// and goes to the listener, if any.
+		e.closeLocked(nil)
+		e.unlock()
+		if l := e.p.s.FindTransportEndpoint(pkt.NetworkProtocolNumber, ProtocolNumber, id, pkt.NICID); l != nil && l != stack.TransportEndpoint(e) {
+			l.HandlePacket(id, pkt)
+		} else {
+			e.p.HandleUnknownDestinationPacket(id, pkt)
+		}
+		return
+	}
 	if e.state == StateListen {
 		e.handleListen(id, pkt, &s)
 	} else {

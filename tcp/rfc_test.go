@@ -878,3 +878,27 @@ func TestClosingListenerResetsConnectionsNotYetAccepted(t *testing.T) {
 		t.Fatalf("RSTs to %v, want both the queued and the half-open connection", rsts)
 	}
 }
+
+func TestNewSYNAboveTheOldSequenceEndsTimeWait(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{TimeWait: time.Minute})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	// The host closes first, so it holds TIME-WAIT.
+	c.ep.Shutdown(tcpip.ShutdownWrite)
+	h.one()
+	c.hostNxt++
+	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
+	h.out()
+	if tcp.State(c.ep.State()) != tcp.StateTimeWait {
+		t.Fatal("not in TIME-WAIT")
+	}
+	// The peer reuses its port at once with a higher sequence number.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 100000, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1460, 7, true, false, 0)})
+	sa := h.one()
+	if !sa.has(header.TCPFlagSyn|header.TCPFlagAck) || sa.ack != c.peerNxt+100001 {
+		t.Fatalf("want a SYN-ACK from the listener, got %+v", sa)
+	}
+	if tcp.State(c.ep.State()) != tcp.StateClosed {
+		t.Fatalf("old incarnation still %v", tcp.State(c.ep.State()))
+	}
+}
