@@ -225,6 +225,22 @@ boot() {
 		*) record "$c" FAIL "no result line (qemu exit $rc)"; bad=1 ;;
 		esac
 	done
+	# A failure the plan did not name (a close that hung, bad arguments).
+	local extra
+	while IFS= read -r extra; do
+		c=${extra#CHECK }
+		c=${c%% *}
+		case " $* " in *" $c "*) continue ;; esac
+		record "$c" FAIL "${extra#CHECK $c FAIL }"
+		bad=1
+	done < <(grep -a '^CHECK [^ ]* FAIL' "$con" | tr -d '\r')
+	# A program that crashed after its last result line (in a close, say).
+	local b code
+	while read -r b code; do
+		grep -aq "^CHECK [^ ]*/$b FAIL" "$con" && continue
+		record "exit/$b" FAIL "i219check exited $code after its result lines (see the console)"
+		bad=1
+	done < <(tr -d '\r' <"$con" | sed -n 's/^GUEST i219check \([^ ]*\) exit \([1-9][0-9]*\).*/\1 \2/p')
 	# What crossed the card, as QEMU saw it: each smoke ARP exchange (by the
 	# backend's sender address), TCP both ways, the flood's UDP.
 	local exp=()
