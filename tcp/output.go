@@ -419,6 +419,9 @@ func (e *endpoint) waitCredit() {
 		e.mu.Lock()
 		e.cancelCredit = nil
 		e.output()
+		if e.ackNow && e.state.synchronized() {
+			e.sendAck() // an ACK the card refused
+		}
 		e.unlock()
 	})
 }
@@ -439,9 +442,13 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	return true
 }
 
+// onPaceTimer resumes a paced sender, or one whose link refused a write.
 func (e *endpoint) onPaceTimer() {
 	e.pacingWait = false
 	e.output()
+	if e.ackNow && e.state.synchronized() {
+		e.sendAck()
+	}
 }
 
 // retransmit resends [start, end) from the send buffer.
@@ -494,6 +501,12 @@ func (e *endpoint) refused(segs []outSeg) {
 	}
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()
+	}
+	if e.credit == nil {
+		// A link without a credit interface (a qdisc) gives no signal
+		// when it has room: retry after a millisecond.
+		e.tPace.arm(time.Millisecond)
+		return
 	}
 	e.waitCredit()
 }

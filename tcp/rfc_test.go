@@ -902,3 +902,34 @@ func TestNewSYNAboveTheOldSequenceEndsTimeWait(t *testing.T) {
 		t.Fatalf("old incarnation still %v", tcp.State(c.ep.State()))
 	}
 }
+
+func TestRefusedACKIsSentWhenCreditReturns(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.link.refuse = true
+	c.send(header.TCPFlagAck|header.TCPFlagPsh|header.TCPFlagFin, []byte("x"))
+	if h.link.refused == 0 {
+		t.Fatal("nothing was refused")
+	}
+	h.link.release()
+	a := h.one()
+	if !a.has(header.TCPFlagAck) || a.ack != c.peerNxt {
+		t.Fatalf("want the ACK of the FIN (%d) once credit returns, got %+v", c.peerNxt, a)
+	}
+}
+
+// TestRefusedDataIsRetriedOnALinkWithoutCredit: a link that refuses writes
+// but offers no credit interface (a qdisc) still gets the data once it
+// accepts again, without waiting for an RTO.
+func TestRefusedDataIsRetriedOnALinkWithoutCredit(t *testing.T) {
+	h := newSegHarnessCredit(t, tcp.Options{}, false)
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.link.refuse = true
+	c.write(t, make([]byte, 1000))
+	h.link.refuse = false
+	h.clk.RunFor(5 * time.Millisecond)
+	segs := h.out()
+	if len(segs) != 1 || len(segs[0].payload) != 1000 || segs[0].seq != c.hostNxt {
+		t.Fatalf("after the link accepts again: %+v, want the 1000 bytes at %d", segs, c.hostNxt)
+	}
+}

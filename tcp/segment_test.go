@@ -82,14 +82,23 @@ var (
 
 const peerPort = 40000
 
-func newSegHarness(t *testing.T, o tcp.Options) *segHarness {
+func newSegHarness(t *testing.T, o tcp.Options) *segHarness { return newSegHarnessCredit(t, o, true) }
+
+// noCreditLink hides the capture link's credit interface from the stack.
+type noCreditLink struct{ gstack.LinkEndpoint }
+
+func newSegHarnessCredit(t *testing.T, o tcp.Options, credit bool) *segHarness {
 	t.Helper()
 	clk := vclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	link := &captureLink{Endpoint: channel.New(1024, 1500, "")}
 	reg := counters.NewRegistry()
 	o.Counters = reg
+	var l gstack.LinkEndpoint = link
+	if !credit {
+		l = noCreditLink{link}
+	}
 	s, err := stack.New(stack.Options{TCP: o, Clock: clk, Seed: 11, Counters: reg,
-		NICs: []stack.NIC{{Link: link, Addr: netip.PrefixFrom(hostAddr, 24)}}})
+		NICs: []stack.NIC{{Link: l, Addr: netip.PrefixFrom(hostAddr, 24)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
