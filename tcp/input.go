@@ -443,6 +443,10 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 			e.enterRecovery(now)
 		}
 	}
+	if e.inRecovery {
+		e.prrDelivered += res.Delivered
+		e.prrUpdate(res.Delivered)
+	}
 	if e.inRecovery && e.sndUna >= e.recoverPt {
 		e.inRecovery = false
 		e.ctl.OnRecoveryEnd(now)
@@ -477,6 +481,25 @@ func (e *endpoint) enterRecovery(now time.Duration) {
 	// The first lost segment goes at once, whatever the reduced window
 	// (fast retransmit: RFC 5681 §3.2 step 2, RFC 6675 §5 step 4.2).
 	e.fastRtx = true
+	e.recoverFS = max(e.sndNxt-e.sndUna, 1)
+	e.prrDelivered, e.prrOut, e.prrSndcnt = 0, 0, 0
+}
+
+// prrUpdate is Proportional Rate Reduction (RFC 6937 §3) on one ACK in
+// recovery: while the pipe is above ssthresh, send in proportion to what
+// was delivered, so the window comes down to ssthresh smoothly over one RTT;
+// below it, slow-start back up (PRR-SSRB), never faster than delivered + 1 MSS.
+func (e *endpoint) prrUpdate(delivered uint64) {
+	pipe := e.q.InFlight()
+	ss := uint64(max(e.ctl.Ssthresh(), e.smss))
+	var sndcnt int64
+	if pipe > ss {
+		sndcnt = int64((e.prrDelivered*ss+e.recoverFS-1)/e.recoverFS) - int64(e.prrOut)
+	} else {
+		limit := int64(max(e.prrDelivered-min(e.prrOut, e.prrDelivered), delivered)) + int64(e.smss)
+		sndcnt = min(int64(ss-pipe), limit)
+	}
+	e.prrSndcnt = max(sndcnt, 0)
 }
 
 // growSendBuffer lets the send queue follow the window in use: twice cwnd

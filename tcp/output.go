@@ -303,11 +303,12 @@ func (e *endpoint) output() {
 		}
 		if seg, ok := e.q.NextToRetransmit(); ok {
 			l := seg.End - seg.Start
-			if e.q.InFlight()+l > cwnd && e.q.InFlight() > 0 && !e.fastRtx {
+			if !e.fastRtx && (e.inRecovery && int64(l) > e.prrSndcnt || !e.inRecovery && e.q.InFlight()+l > cwnd && e.q.InFlight() > 0) {
 				reason = cc.StopCwnd
 				break
 			}
 			e.fastRtx = false
+			e.prrSent(l)
 			if e.paceWait(now, int(l)) {
 				return
 			}
@@ -339,7 +340,7 @@ func (e *endpoint) output() {
 			break
 		}
 		inflight := e.q.InFlight()
-		if size > 0 && inflight+size > cwnd {
+		if size > 0 && (e.inRecovery && int64(size) > e.prrSndcnt || !e.inRecovery && inflight+size > cwnd) {
 			reason = cc.StopCwnd
 			break
 		}
@@ -377,6 +378,7 @@ func (e *endpoint) output() {
 		if e.sndNxt > e.sndMax {
 			e.sndMax = e.sndNxt
 		}
+		e.prrSent(size)
 		e.sendData(start, end, fin, false)
 		if e.pace != nil {
 			e.pace.Sent(now, int(size)+header.TCPMinimumSize)
@@ -398,6 +400,14 @@ func (e *endpoint) output() {
 	}
 	if e.q.Outstanding() > 0 {
 		e.armRetransmitTimer(sentNew)
+	}
+}
+
+// prrSent charges n bytes sent during recovery to PRR's allowance.
+func (e *endpoint) prrSent(n uint64) {
+	if e.inRecovery {
+		e.prrOut += n
+		e.prrSndcnt -= int64(n)
 	}
 }
 

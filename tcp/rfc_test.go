@@ -933,3 +933,50 @@ func TestRefusedDataIsRetriedOnALinkWithoutCredit(t *testing.T) {
 		t.Fatalf("after the link accepts again: %+v, want the 1000 bytes at %d", segs, c.hostNxt)
 	}
 }
+
+// TestRecoverySendsInProportionToDeliveries is PRR (RFC 6937): while the
+// pipe is still above ssthresh after a loss, each ACK that delivers data lets
+// out about β of what it delivered, instead of a silence until the pipe
+// drains and a burst after.
+func TestRecoverySendsInProportionToDeliveries(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.write(t, make([]byte, 1460))
+	h.one()
+	h.clk.RunFor(10 * time.Millisecond)
+	c.hostNxt += 1460
+	c.send(header.TCPFlagAck, nil)
+	c.write(t, make([]byte, 60*1460))
+	out := h.out()
+	base := c.hostNxt
+	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	h.clk.RunFor(10 * time.Millisecond)
+	sack := func(end int) []byte {
+		o := make([]byte, 40)
+		n := header.EncodeNOP(o)
+		n += header.EncodeNOP(o[n:])
+		n += header.EncodeSACKBlocks([]header.SACKBlock{{Start: seqnumV(seg(1)), End: seqnumV(seg(end))}}, o[n:])
+		return o[:n]
+	}
+	// Segment 0 is lost; segments 1.. arrive one by one.
+	sentAfter := make([]int, 0, 12)
+	for i := 2; i <= 13; i++ {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: base, flags: header.TCPFlagAck, wnd: 65535, opts: sack(i)})
+		sentAfter = append(sentAfter, len(h.out()))
+	}
+	if h.count("tcp.recoveries") != 1 {
+		t.Fatalf("recoveries %d (flight %d)", h.count("tcp.recoveries"), len(out))
+	}
+	total := 0
+	for _, n := range sentAfter {
+		if n > 2 {
+			t.Fatalf("an ACK released %d segments: %v", n, sentAfter)
+		}
+		total += n
+	}
+	// 12 deliveries at β = 0.7 of a 20-segment flight: about 8 segments
+	// (the retransmission included), not the 1 of a sender that waits.
+	if total < 6 {
+		t.Fatalf("sent %d segments over 12 deliveries in recovery (%v), want about 8", total, sentAfter)
+	}
+}
