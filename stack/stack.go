@@ -55,11 +55,9 @@ type Options struct {
 
 // Stack is a gVisor stack with its NICs, routes and counters.
 type Stack struct {
-	s        *gstack.Stack
-	reg      *counters.Registry
-	mu       sync.Mutex
-	credits  map[tcpip.NICID]nic.Credit
-	nicAddrs map[tcpip.NICID]netip.Prefix
+	s       *gstack.Stack
+	reg     *counters.Registry
+	credits map[tcpip.NICID]nic.Credit
 }
 
 // seededReader is a deterministic byte stream for Options.Seed; it is not
@@ -83,9 +81,8 @@ func New(o Options) (*Stack, error) {
 		return nil, fmt.Errorf("%w: no NICs", ErrBadOptions)
 	}
 	st := &Stack{
-		reg:      o.Counters,
-		credits:  make(map[tcpip.NICID]nic.Credit),
-		nicAddrs: make(map[tcpip.NICID]netip.Prefix),
+		reg:     o.Counters,
+		credits: make(map[tcpip.NICID]nic.Credit),
 	}
 	if st.reg == nil {
 		st.reg = counters.NewRegistry()
@@ -119,7 +116,6 @@ func New(o Options) (*Stack, error) {
 				st.credits[id] = c
 			}
 		}
-		st.nicAddrs[id] = n.Addr
 	}
 	if o.GVisorTCP {
 		gopts.TransportProtocols = []gstack.TransportProtocolFactory{gtcp.NewProtocol}
