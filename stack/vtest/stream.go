@@ -11,6 +11,11 @@
 //	c, s, _ := p.Dial(vtest.SideA, 5001)
 //	src, sink, _ := p.Transfer(c, s, 64<<20, 7, 60*time.Second)
 //	// sink.Hash() == src.Hash(); sink.ReceivedBy(100*time.Millisecond) ...
+//
+// or, for one arm of a bench in one call:
+//
+//	res, err := vtest.OneTransfer(vtest.Run{Wire: cfg, Sender: tcp.Options{Arm: cc.ArmB}, Bytes: 320 << 20, Seed: 1})
+//	// res.ReceivedBy(300*time.Millisecond), res.Sender["tcp.hystart.css"], res.TraceHash ...
 package vtest
 
 import (

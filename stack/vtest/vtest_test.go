@@ -125,3 +125,22 @@ func TestDialsFromBothSidesPairTheirOwnEnds(t *testing.T) {
 		}
 	}
 }
+
+func TestOneTransferReportsTheRampAndRepeats(t *testing.T) {
+	r := Run{Wire: lan(), Bytes: 4 << 20, Seed: 6}
+	a, err := OneTransfer(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OneTransfer(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TraceHash != b.TraceHash || a.Duration != b.Duration {
+		t.Fatalf("two runs differ: %v vs %v", a.Duration, b.Duration)
+	}
+	if a.ReceivedBy(a.Duration) != 4<<20 || a.Sender["tcp.sent.bytes"] != 4<<20 || a.AtoB.DeliveredFrames == 0 {
+		t.Fatalf("result incomplete: by end %d, sent %d", a.ReceivedBy(a.Duration), a.Sender["tcp.sent.bytes"])
+	}
+	t.Logf("4 MB in %v virtual; %d marks", a.Duration, len(a.Marks))
+}
