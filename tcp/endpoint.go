@@ -138,6 +138,7 @@ type endpoint struct {
 	pace       *pacer.Pacer
 	inRecovery bool
 	fastRtx    bool // the first retransmission of a recovery ignores cwnd
+	renoRtx    bool // without SACK: retransmit the segment at SND.UNA (NewReno)
 	// Proportional Rate Reduction (RFC 6937) during fast recovery.
 	recoverFS, prrDelivered, prrOut uint64
 	prrSndcnt                       int64

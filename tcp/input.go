@@ -413,17 +413,23 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		e.rtoEpisode = false
 		e.inRecovery = false
 	}
-	// Duplicate ACKs without SACK: RFC 5681 §3.2's third duplicate marks
-	// the head lost, expressed to the scoreboard as SACK of the segments
-	// beyond it (the Reno emulation of RFC 6675 §1).
-	if !e.sackOK && !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin) {
-		e.dupAcks++
-		if head, ok := e.q.Oldest(); ok && e.dupAcks >= 3 {
-			end := min64(head.End+uint64(e.dupAcks)*uint64(e.smss), e.sndNxt)
-			if end > head.End {
-				res2 := e.q.OnAck(ackOff, []rtxq.Range{{Start: head.End, End: end}}, now)
-				res.NewlySacked += res2.NewlySacked
+	// Without SACK, NewReno (RFC 5681 §3.2, RFC 6582): the third duplicate
+	// ACK starts a recovery and retransmits the head; each partial ACK in
+	// recovery retransmits the new head at once. A duplicate ACK means one
+	// segment has left the network (RFC 6937's DeliveredData without SACK).
+	dupDelivered := uint64(0)
+	renoEnter := false
+	if !e.sackOK {
+		switch {
+		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
+			e.dupAcks++
+			dupDelivered = uint64(e.smss)
+			if e.dupAcks == 3 && !e.inRecovery && !e.rtoEpisode {
+				renoEnter = true
 			}
+		case progress && e.inRecovery && e.sndUna < e.recoverPt:
+			e.renoRtx = true
+			e.fastRtx = true
 		}
 	}
 	acked := res.CumAcked + res.NewlySacked
@@ -432,7 +438,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
 		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
 	})
-	if e.sackOK || e.dupAcks >= 3 {
+	if e.sackOK {
 		lost, reo := e.q.DetectLoss(now, srtt)
 		if reo > 0 {
 			e.tReo.arm(reo)
@@ -442,10 +448,14 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		if lost > 0 && !e.inRecovery {
 			e.enterRecovery(now)
 		}
+	} else if renoEnter {
+		e.enterRecovery(now)
+		e.renoRtx = true
 	}
 	if e.inRecovery {
-		e.prrDelivered += res.Delivered
-		e.prrUpdate(res.Delivered)
+		delivered := res.Delivered + dupDelivered
+		e.prrDelivered += delivered
+		e.prrUpdate(delivered)
 	}
 	if e.inRecovery && e.sndUna >= e.recoverPt {
 		e.inRecovery = false

@@ -301,13 +301,25 @@ func (e *endpoint) output() {
 			reason = cc.StopCard
 			break
 		}
-		if seg, ok := e.q.NextToRetransmit(); ok {
+		seg, ok := e.q.NextToRetransmit()
+		reno := false
+		if !ok && e.renoRtx {
+			seg, ok = e.q.Oldest()
+			reno = ok
+			if !ok {
+				e.renoRtx = false
+			}
+		}
+		if ok {
 			l := seg.End - seg.Start
 			if !e.fastRtx && (e.inRecovery && int64(l) > e.prrSndcnt || !e.inRecovery && e.q.InFlight()+l > cwnd && e.q.InFlight() > 0) {
 				reason = cc.StopCwnd
 				break
 			}
 			e.fastRtx = false
+			if reno {
+				e.renoRtx = false
+			}
 			e.prrSent(l)
 			if e.paceWait(now, int(l)) {
 				return
