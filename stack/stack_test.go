@@ -159,7 +159,7 @@ func TestConnHonoursReadDeadlineAndSeesEOF(t *testing.T) {
 }
 
 // TestSmallSendBufferBlocksWriterWithoutError: a writer far ahead of a slow
-// reader waits for room (seed 000, fix 4); it never sees an error.
+// reader waits for room; transient backpressure is never an error.
 func TestSmallSendBufferBlocksWriterWithoutError(t *testing.T) {
 	la, lb := pipe.New("", "", 1500)
 	a, err := New(Options{TCP: tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 32 << 10},

@@ -539,7 +539,7 @@ func (p *vpair) receivedBy(t testing.TB, marks ...time.Duration) []int64 {
 	return got
 }
 
-// TestArmBOpensTheT14WindowFasterThanArmA is seed 004's A/B on its emulated
+// TestArmBOpensTheT14WindowFasterThanArmA is the arms' A/B on the t14 emulated
 // path (1 Gbit/s, 2 ms, one stretch ACK per 34 segments, a 256-slot
 // TX ring): arm A (RFC 5681 growth, the old card rule) has received under
 // 2 MB by 300 ms, arm B (HyStart++ L = 8, the half-window card rule) over
