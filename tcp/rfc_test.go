@@ -985,3 +985,44 @@ func TestRecoverySendsInProportionToDeliveries(t *testing.T) {
 		t.Fatalf("%d segments over the seven deliveries after recovery began (%v), want about 4", during, sentAfter)
 	}
 }
+
+func TestUserTimeoutEndsAnUnansweredConnectionEarly(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	ut := tcpip.TCPUserTimeoutOption(5 * time.Second)
+	if err := c.ep.SetSockOpt(&ut); err != nil {
+		t.Fatal(err)
+	}
+	c.write(t, make([]byte, 1000))
+	h.clk.RunFor(4 * time.Second)
+	if tcp.State(c.ep.State()) == tcp.StateClosed {
+		t.Fatal("closed before the user timeout")
+	}
+	h.clk.RunFor(12 * time.Second)
+	if tcp.State(c.ep.State()) != tcp.StateClosed {
+		t.Fatalf("still %v 16 s into a 5 s user timeout", tcp.State(c.ep.State()))
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("read succeeded")
+	} else if _, ok := err.(*tcpip.ErrTimeout); !ok {
+		t.Fatalf("read: %v, want timeout", err)
+	}
+}
+
+func TestAbortResetsAndFailsLaterCalls(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.ep.Abort()
+	if r := h.one(); !r.has(header.TCPFlagRst) {
+		t.Fatalf("Abort sent %+v, want RST", r)
+	}
+	var r bytesReader
+	if _, err := c.ep.Write(&r, tcpip.WriteOptions{}); err == nil {
+		t.Fatal("Write after Abort succeeded")
+	}
+}
+
+type bytesReader struct{}
+
+func (bytesReader) Read(p []byte) (int, error) { return len(p), nil }
+func (bytesReader) Len() int                   { return 10 }
