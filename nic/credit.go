@@ -1,6 +1,6 @@
 // Package nic holds what every link endpoint of netramp shares: the card's TX
 // credit, which the TCP sender reads to tell a stop on the card from a stop on
-// the congestion window (the half-window rule, seed 004).
+// the congestion window (the half-window rule of cc/limited.go).
 //
 // Link endpoints live in sub-packages: nic/wire (an emulated path), nic/tap
 // (a Linux TAP device) and nic/i219 (the Intel driver).
