@@ -8,7 +8,11 @@
 // validates them first. Still, nothing a peer can put in an ACK makes the
 // queue panic or grow: SACK blocks outside the outstanding range are clipped,
 // and a block covering part of a segment marks nothing (segments are never
-// split by SACK), so the entry count is bounded by Push alone.
+// split by SACK), so the entry count is bounded by Push alone. That is a
+// departure from RFC 6675 §4's byte-granular scoreboard; it is safe because a
+// receiver reports the segments it received, whose edges are ours, and a
+// partly SACKed segment is only counted as not delivered: at worst it is
+// resent, never dropped.
 package rtxq
 
 import (
