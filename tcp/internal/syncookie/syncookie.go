@@ -6,8 +6,9 @@
 // index, so a forged or replayed-late cookie fails the check.
 //
 // Layout of the 32 bits: slot mod 4 (2 bits) | MSS index (3 bits) | hash (27 bits).
-// Window scale, SACK-permitted and timestamps are not encoded: a connection
-// completed from a cookie runs without them, the cost RFC 4987 §3.6 names.
+// Window scale, SACK-permitted and timestamps are not encoded: the caller
+// carries them elsewhere (in the timestamp) or runs a connection completed
+// from a cookie without them, the cost RFC 4987 §3.6 names.
 package syncookie
 
 import (
