@@ -29,6 +29,14 @@ step "go test"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/netramp-gotest.log
 test "${PIPESTATUS[0]}" -eq 0
 
+step "the I219 driver under QEMU (ci/qemu)"
+if [ "$(id -u)" = 0 ]; then
+	bash ci/qemu/run.sh
+	bash ci/qemu/controls.sh
+else
+	echo "skipped: QEMU checks need root (they install Debian packages and bind the guest's PCI device)"
+fi
+
 step "negative controls"
 ci/controls/run.sh --self-check
 ci/controls/run.sh
