@@ -216,7 +216,7 @@ var presets = map[string]func() Config{
 		return Config{
 			AtoB: Dir{RateBps: 1e9, Delay: time.Millisecond, QueueBytes: q, TxRing: 256},
 			BtoA: Dir{RateBps: 1e9, Delay: time.Millisecond, QueueBytes: q,
-				AckAggSegments: 34, AckAggHold: 20 * time.Millisecond},
+				AckAggSegments: 34, AckAggHold: 20 * time.Millisecond, AckAggCoalesce: true},
 			Seed: 1,
 		}
 	},
@@ -252,8 +252,8 @@ func PresetNames() []string {
 
 // Preset returns the named path configuration, with Seed 1:
 //   - "t14": the T14's wired upload report: 1 Gbit/s, 1 ms each way (2 ms
-//     base RTT), the peer's ACKs aggregated per 34 segments (about 50 KB) and
-//     held at most 20 ms, a 1 MB (4 BDP) bottleneck queue, a 256-frame TX
+//     base RTT), the peer acknowledging once per 34 segments (about 50 KB: one
+//     stretch ACK per group, held at most 20 ms), a 1 MB (4 BDP) bottleneck queue, a 256-frame TX
 //     ring at A (I219-like).
 //   - "pilot", "pilot-2", "pilot-5": the lossy-proxy rig of the userspace
 //     transport report: 50 ms one-way each way, no rate limit, loss 0%, 2%

@@ -9,8 +9,9 @@ import (
 
 // TestT14PresetIsTheT14Path drives the t14 preset in virtual time: a data
 // frame crosses the card and the bottleneck (12.304 µs each at 1 Gbit/s) and
-// 1 ms of propagation; the peer's per-segment ACKs come back in groups of 34,
-// the remainder after the 20 ms hold; the 257th frame of a burst is refused.
+// 1 ms of propagation; the peer's per-segment ACKs come back as one stretch
+// ACK per 34 segments, the remainder's after the 20 ms hold; the 257th frame
+// of a burst is refused.
 func TestT14PresetIsTheT14Path(t *testing.T) {
 	cfg, err := Preset("t14")
 	if err != nil {
@@ -29,17 +30,14 @@ func TestT14PresetIsTheT14Path(t *testing.T) {
 	if got, want := r.b.got[0].at, 2*ser+time.Millisecond; got != want {
 		t.Fatalf("first data frame arrived at %v, want %v", got, want)
 	}
-	var groups []int
-	for i, g := range r.a.got {
-		if i == 0 || g.at-r.a.got[i-1].at > 10*time.Microsecond {
-			groups = append(groups, 0)
-		}
-		groups[len(groups)-1]++
+	var acked []uint32
+	for _, g := range r.a.got {
+		acked = append(acked, segID(g.b))
 	}
-	if len(groups) != 4 || groups[0] != 34 || groups[1] != 34 || groups[2] != 34 || groups[3] != 5 {
-		t.Fatalf("ACK groups %v, want [34 34 34 5]", groups)
+	if len(acked) != 4 || acked[0] != 33 || acked[1] != 67 || acked[2] != 101 || acked[3] != n-1 {
+		t.Fatalf("stretch ACKs for segments %v, want [33 67 101 %d]", acked, n-1)
 	}
-	if wait := r.a.got[n-1].at - r.b.got[3*34].at; wait < 20*time.Millisecond || wait > 21*time.Millisecond+100*time.Microsecond {
+	if wait := r.a.got[3].at - r.b.got[3*34].at; wait < 20*time.Millisecond || wait > 21*time.Millisecond+100*time.Microsecond {
 		t.Fatalf("the last ACKs waited %v, want the 20 ms hold plus the path", wait)
 	}
 
