@@ -20,8 +20,10 @@ import (
 )
 
 // DefaultOrder is the row order of the default bench: the kernel brackets
-// three A/B pairs, gVisor's TCP runs inside the brackets.
-var DefaultOrder = []string{"Linux", "gVisor", "A", "B", "A", "B", "A", "B", "gVisor", "Linux"}
+// three A/B/P triples, gVisor's TCP runs inside the brackets. P (B with
+// pacing, HyStart++ with L = infinity) runs by default so that measurement,
+// not argument, decides whether pacing should become the default arm.
+var DefaultOrder = []string{"Linux", "gVisor", "A", "B", "P", "A", "B", "P", "A", "B", "P", "gVisor", "Linux"}
 
 // ErrNoRules is returned when a run is asked to start without a rule file.
 var ErrNoRules = errors.New("bench: no rule file: the rules must be written before the run")

@@ -144,7 +144,8 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 
 func TestDefaultRulesParse(t *testing.T) {
 	r := mustParse(t, DefaultRules)
-	if len(r) != 3 || r[0].Name != "faster" || r[0].Alpha != 0.05 || r[2].Kind != Within || r[2].Tolerance != 3 || r[2].Y != "Linux" {
+	if len(r) != 5 || r[0].Name != "faster" || r[0].Alpha != 0.05 || r[2].X != "P" || r[2].Metric != "recv_100ms" ||
+		r[3].Kind != Within || r[3].Tolerance != 3 || r[3].Y != "Linux" || r[4].X != "P" {
 		t.Fatalf("default rules parsed as %+v", r)
 	}
 }
