@@ -3,13 +3,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,119 +16,21 @@ import (
 
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic/i219"
-	i219linux "github.com/netramp/netramp/nic/i219/linux"
-	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
 )
 
-// Slirp's fixed addresses: the guest network 10.0.2.0/24 with its gateway
-// (which also stands for the host's loopback) at 10.0.2.2.
+// Slirp's fixed addresses, as the guest network uses them.
 var (
-	gatewayIP = netip.MustParseAddr("10.0.2.2")
-	guestIP   = netip.MustParseAddr("10.0.2.15")
+	gatewayIP = guestnet.GatewayIP
+	guestIP   = guestnet.GuestIP
 )
-
-// openPlatform opens the card through one Linux backend of the driver.
-func openPlatform(backend string) (i219.Platform, error) {
-	switch backend {
-	case "sysfs":
-		return i219linux.OpenSysfs(pciAddr)
-	case "uio":
-		return i219linux.OpenUIO(pciAddr)
-	case "vfio":
-		return i219linux.OpenVFIO(pciAddr)
-	}
-	return i219.Platform{}, fmt.Errorf("unknown backend %q", backend)
-}
 
 // openEndpoint opens the platform and the driver on it.
 func openEndpoint(backend string, cfg i219.Config) (*i219.Endpoint, error) {
-	p, err := openPlatform(backend)
-	if err != nil {
-		return nil, fmt.Errorf("open %s platform: %w", backend, err)
-	}
-	ep, err := i219.Open(p, cfg)
-	if err != nil {
-		if p.Close != nil {
-			p.Close()
-		}
-		return nil, fmt.Errorf("i219.Open: %w", err)
-	}
-	return ep, nil
+	return guestnet.OpenEndpoint(backend, pciAddr, cfg)
 }
 
-// nicCounters prints the registry's nonzero nic.* counters, sorted.
-func nicCounters(r *counters.Registry) string {
-	s := r.Snapshot()
-	var parts []string
-	for _, n := range s.Names() {
-		if strings.HasPrefix(n, "nic.") && s[n] != 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimPrefix(n, "nic."), s[n]))
-		}
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return "nic.* all zero"
-	}
-	return "nic: " + strings.Join(parts, " ")
-}
-
-// driverEnv is netramp's stack over the driver.
-type driverEnv struct {
-	ep  *i219.Endpoint
-	reg *counters.Registry
-	s   *stack.Stack
-}
-
-func openDriverEnv(backend string, gvisorTCP, csumOffload bool) (*driverEnv, error) {
-	reg := counters.NewRegistry()
-	ep, err := openEndpoint(backend, i219.Config{Counters: reg, RXChecksumOffload: csumOffload})
-	if err != nil {
-		return nil, err
-	}
-	s, err := stack.New(stack.Options{
-		GVisorTCP: gvisorTCP,
-		Counters:  reg,
-		NICs:      []stack.NIC{{Link: ep, Addr: netip.PrefixFrom(guestIP, 24), Name: "i219"}},
-	})
-	if err != nil {
-		ep.Close()
-		return nil, fmt.Errorf("stack.New: %w", err)
-	}
-	return &driverEnv{ep: ep, reg: reg, s: s}, nil
-}
-
-func (d *driverEnv) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
-	return d.s.Dial(ctx, addr)
-}
-func (d *driverEnv) LinkUp() bool     { return d.ep.LinkUp() }
-func (d *driverEnv) SeesLink() bool   { return true }
-func (d *driverEnv) Counters() string { return nicCounters(d.reg) + "; " + tcpCounters(d.reg) }
-
-// tcpCounters prints the nonzero loss-related tcp.* counters of netramp's
-// TCP (none exist when gVisor's TCP runs).
-func tcpCounters(r *counters.Registry) string {
-	s := r.Snapshot()
-	var parts []string
-	for _, n := range s.Names() {
-		switch {
-		case n == "tcp.rto", n == "tcp.recoveries", n == "tcp.retransmitted.bytes", n == "tcp.loss-probes",
-			n == "tcp.card-stops", n == "tcp.card-refusals", n == "tcp.spurious", strings.HasPrefix(n, "tcp.drops."):
-			if s[n] != 0 {
-				parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimPrefix(n, "tcp."), s[n]))
-			}
-		}
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return "tcp: no losses counted"
-	}
-	return "tcp: " + strings.Join(parts, " ")
-}
-
-// Close closes the stack alone, as a program using the driver would: the
-// stack must stop and close the endpoint itself (gVisor's Stack.Wait waits
-// on each link endpoint before closing it). A hang here fails the check.
-func (d *driverEnv) Close() { d.s.Close() }
+var nicCounters = guestnet.NICCounters
 
 // frameTap is a NetworkDispatcher that keeps what the checks look for: ARP
 // replies from the gateway and UDP datagrams to port 9.

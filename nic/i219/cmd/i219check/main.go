@@ -15,6 +15,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
 )
 
 func main() {
@@ -111,9 +113,9 @@ func run(check, backend string) (string, error) {
 		irq0 := cardIRQs()
 		if check != "flap" {
 			detail, err = checkE2E(e)
-			if d, ok := e.(*driverEnv); ok && err == nil && check == "e2ecsum" {
+			if d, ok := e.(*guestnet.Driver); ok && err == nil && check == "e2ecsum" {
 				// Offload that was asked for but never used proves nothing.
-				if d.reg.Lookup("nic.rx.csum-offloaded").Load() == 0 {
+				if d.Reg.Lookup("nic.rx.csum-offloaded").Load() == 0 {
 					err = fmt.Errorf("no frame took the offloaded checksum path; %s", detail)
 				}
 			}
@@ -138,5 +140,5 @@ func openEnv(backend string, csumOffload bool) (netEnv, error) {
 	case "kernel":
 		return kernelEnv{ifname: "eth0"}, nil
 	}
-	return openDriverEnv(backend, tcpImpl == "gvisor", csumOffload)
+	return guestnet.Open(guestnet.Options{Backend: backend, BDF: pciAddr, GVisorTCP: tcpImpl == "gvisor", RXChecksumOffload: csumOffload})
 }

@@ -3,16 +3,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
 )
 
 // Register offsets in BAR0 (82574L datasheet §10.2).
@@ -27,33 +26,9 @@ const (
 	statusLU = 1 << 1 // link up
 )
 
-// findCard returns the sysfs directory of the first PCI function whose
-// vendor:device is 8086:10d3, the 82574L that QEMU's e1000e models.
-func findCard() (string, error) {
-	if pciAddr != "" {
-		return filepath.Join("/sys/bus/pci/devices", pciAddr), nil
-	}
-	dirs, err := filepath.Glob("/sys/bus/pci/devices/*")
-	if err != nil {
-		return "", err
-	}
-	for _, d := range dirs {
-		v, _ := readHex(filepath.Join(d, "vendor"))
-		id, _ := readHex(filepath.Join(d, "device"))
-		if v == 0x8086 && id == 0x10d3 {
-			return d, nil
-		}
-	}
-	return "", errors.New("no 8086:10d3 PCI function in /sys/bus/pci/devices")
-}
-
-func readHex(path string) (uint64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(b)), "0x"), 16, 32)
-}
+// findCard returns the sysfs directory of the card -dev names, or of the
+// first 82574L.
+func findCard() (string, error) { return guestnet.FindCard(pciAddr) }
 
 // bar0 maps the card's first memory BAR through sysfs resource0.
 type bar0 struct{ mem []byte }
