@@ -60,7 +60,7 @@ type Arm interface {
 //	loopback          the host kernel's TCP over 127.0.0.1, no path emulation (a self-check of the bench)
 //	rev:<git-rev>:<builtin>  a build of another revision of this repository, run as a subprocess arm
 //	boot:<command>    a command that boots an image whose source dials this host's sink
-//	boot:qemu         the QEMU hook (see boot.go)
+//	boot:qemu[:arm]   the QEMU hook, the image's source on arm A, B (default), P or gvisor (see boot.go)
 type Definitions map[string]string
 
 // DefaultDefinitions name the built-in arms.
@@ -111,7 +111,7 @@ func Build(name, def string, o ArmOptions) (Arm, error) {
 		}
 		return newRevArm(o.Repo, o.WorkDir, rev, inner), nil
 	case strings.HasPrefix(def, "boot:"):
-		return newBootArm(name, strings.TrimPrefix(def, "boot:"), o.SinkAddr), nil
+		return newBootArm(name, strings.TrimPrefix(def, "boot:"), o.SinkAddr)
 	}
 	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
 }

@@ -253,7 +253,10 @@ func TestBootArmServesTheConnectionsItsCommandMakes(t *testing.T) {
 	}
 	// A stand-in device: bash dials the sink for each connection and sends a hello and the payload.
 	const device = `bash -c 'for i in $(seq $OSBENCH_CONNS); do exec 3<>/dev/tcp/127.0.0.1/$OSBENCH_PORT; printf "osbench-lan/3 %s %s\n" $OSBENCH_DIR $OSBENCH_BYTES >&3; head -c $OSBENCH_BYTES /dev/zero >&3; cat <&3 >/dev/null; exec 3<&-; done'`
-	a := newBootArm("DUT", device, "127.0.0.1:0")
+	a, err := newBootArm("DUT", device, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	conns, err := a.RunRow(context.Background(), RowSpec{Dir: osbench.Upload, Bytes: 300_000, Conns: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -261,9 +264,51 @@ func TestBootArmServesTheConnectionsItsCommandMakes(t *testing.T) {
 	if len(conns) != 3 || conns[2].Report.Bytes != 300_000 {
 		t.Fatalf("records %+v", conns)
 	}
-	_, err = newBootArm("DUT", "exit 3", "127.0.0.1:0").RunRow(context.Background(), RowSpec{Dir: osbench.Upload, Bytes: 1, Conns: 1})
-	if err == nil || !strings.Contains(err.Error(), "exited") {
+	exit3, _ := newBootArm("DUT", "echo booting; echo no card found; exit 3", "127.0.0.1:0")
+	_, err = exit3.RunRow(context.Background(), RowSpec{Dir: osbench.Upload, Bytes: 1, Conns: 1})
+	if err == nil || !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "booting | no card found") {
 		t.Fatalf("a command that boots nothing: %v", err)
+	}
+}
+
+func TestQEMUHookRunsTheNamedArmOnALoopbackSink(t *testing.T) {
+	for def, arm := range map[string]string{"boot:qemu": "B", "boot:qemu:A": "A", "boot:qemu:gvisor": "gvisor"} {
+		a, err := Build("Q", def, ArmOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := a.(*bootArm)
+		if !b.qemu || b.arm != arm || b.sinkAddr != "127.0.0.1:0" || b.command != QEMUCommand {
+			t.Errorf("%s: %+v", def, b)
+		}
+	}
+	if _, err := Build("Q", "boot:qemu:C", ArmOptions{}); !errors.Is(err, ErrUnknownArm) {
+		t.Errorf("boot:qemu:C: err = %v, want ErrUnknownArm", err)
+	}
+	if b, _ := Build("D", "boot:./flash.sh", ArmOptions{}); b.(*bootArm).qemu || b.(*bootArm).sinkAddr != "0.0.0.0:0" {
+		t.Errorf("a plain boot command: %+v", b)
+	}
+	if !strings.Contains(QEMUCommand, "osbench.arm=$OSBENCH_ARM") || !strings.Contains(QEMUCommand, "10.0.2.2:$OSBENCH_PORT") {
+		t.Errorf("the hook does not pass the arm and the sink: %s", QEMUCommand)
+	}
+}
+
+func TestQEMUHookIsUnavailableWithoutAnImageFile(t *testing.T) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("no qemu-system-x86_64: the hook reports that first")
+	}
+	dir := t.TempDir()
+	k := filepath.Join(dir, "vmlinux")
+	os.WriteFile(k, []byte("x"), 0o644)
+	t.Setenv("OSBENCH_QEMU_KERNEL", k)
+	t.Setenv("OSBENCH_QEMU_INITRD", filepath.Join(dir, "missing.cpio"))
+	a, _ := Build("Q", "boot:qemu", ArmOptions{})
+	if why := a.Unavailable(); !strings.Contains(why, "OSBENCH_QEMU_INITRD") {
+		t.Fatalf("unavailable = %q, want the missing initrd named", why)
+	}
+	t.Setenv("OSBENCH_QEMU_INITRD", k)
+	if why := a.Unavailable(); why != "" {
+		t.Fatalf("both files exist, yet unavailable: %q", why)
 	}
 }
 

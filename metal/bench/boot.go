@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/netramp/netramp/metal/osbench"
@@ -24,43 +26,71 @@ import (
 //	OSBENCH_DIR    upload or download
 //	OSBENCH_BYTES  payload bytes per connection
 //	OSBENCH_CONNS  connections to make
+//	OSBENCH_ARM    the arm the image's TCP runs (boot:qemu[:arm] only)
 //
 // The row ends when the sink has served OSBENCH_CONNS connections; a command
 // that exits before then fails the row.
 type bootArm struct {
 	name, command, sinkAddr string
+	qemu                    bool   // the boot:qemu hook
+	arm                     string // the guest's arm, for the hook
 }
 
 // BootTimeout bounds a boot arm's row.
 var BootTimeout = 10 * time.Minute
 
 // QEMUCommand is the boot:qemu hook: a shell command booting the image named by
-// OSBENCH_QEMU_KERNEL and OSBENCH_QEMU_INITRD with an emulated e1000e on user
-// networking; the image's init is expected to run `osbench source` against
-// the sink given on the kernel command line.
-const QEMUCommand = `exec qemu-system-x86_64 -M q35 -m 512 -nographic -no-reboot \
+// OSBENCH_QEMU_KERNEL and OSBENCH_QEMU_INITRD (ci/qemu/osbench-image.sh builds
+// one) under TCG with an emulated e1000e on user networking, where 10.0.2.2 is
+// the host's loopback. The image's init runs the source on the kernel
+// arguments osbench.sink, .dir, .bytes, .conns and .arm, then powers off. The
+// console is the command's output and, if OSBENCH_QEMU_CONSOLE names a file,
+// is kept there too; OSBENCH_QEMU_ACCEL (default tcg) picks the accelerator.
+const QEMUCommand = `exec qemu-system-x86_64 -accel "${OSBENCH_QEMU_ACCEL:-tcg}" -M q35 -m 512 -smp 1 \
+ -display none -monitor none -no-reboot \
+ -chardev "stdio,id=con,signal=off,logfile=${OSBENCH_QEMU_CONSOLE:-/dev/null}" -serial chardev:con \
  -kernel "$OSBENCH_QEMU_KERNEL" -initrd "$OSBENCH_QEMU_INITRD" \
- -append "console=ttyS0 panic=-1 osbench.sink=10.0.2.2:$OSBENCH_PORT osbench.dir=$OSBENCH_DIR osbench.bytes=$OSBENCH_BYTES osbench.conns=$OSBENCH_CONNS" \
- -netdev user,id=n0 -device e1000e,netdev=n0`
+ -append "console=ttyS0 panic=-1 quiet loglevel=4 no_timer_check osbench.sink=10.0.2.2:$OSBENCH_PORT osbench.dir=$OSBENCH_DIR osbench.bytes=$OSBENCH_BYTES osbench.conns=$OSBENCH_CONNS osbench.arm=$OSBENCH_ARM" \
+ -netdev user,id=n0 -device e1000e,netdev=n0,romfile=`
 
-func newBootArm(name, command, sinkAddr string) *bootArm {
-	if command == "qemu" {
-		command = QEMUCommand
+// qemuArms are the arms the QEMU image's source can run (boot:qemu:<arm>).
+var qemuArms = map[string]bool{"A": true, "B": true, "P": true, "gvisor": true}
+
+// newBootArm builds boot:<command>; the command "qemu" or "qemu:<arm>" is
+// the QEMU hook running that arm (B when not named). The hook's sink listens
+// on the loopback only, which is where QEMU's user networking connects.
+func newBootArm(name, command, sinkAddr string) (*bootArm, error) {
+	a := &bootArm{name: name, command: command, sinkAddr: sinkAddr}
+	if command == "qemu" || strings.HasPrefix(command, "qemu:") {
+		a.qemu, a.command, a.arm = true, QEMUCommand, "B"
+		if arm, ok := strings.CutPrefix(command, "qemu:"); ok {
+			if !qemuArms[arm] {
+				return nil, fmt.Errorf("%w: %s=boot:%s: the QEMU image runs arm A, B, P or gvisor", ErrUnknownArm, name, command)
+			}
+			a.arm = arm
+		}
+		if a.sinkAddr == "" {
+			a.sinkAddr = "127.0.0.1:0"
+		}
 	}
-	if sinkAddr == "" {
-		sinkAddr = "0.0.0.0:0"
+	if a.sinkAddr == "" {
+		a.sinkAddr = "0.0.0.0:0"
 	}
-	return &bootArm{name: name, command: command, sinkAddr: sinkAddr}
+	return a, nil
 }
 
 func (a *bootArm) Unavailable() string {
-	if a.command == QEMUCommand {
+	if a.qemu {
 		if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 			return "qemu-system-x86_64 is not installed"
 		}
 		for _, v := range []string{"OSBENCH_QEMU_KERNEL", "OSBENCH_QEMU_INITRD"} {
-			if os.Getenv(v) == "" {
-				return v + " is not set (no device image to boot)"
+			f := os.Getenv(v)
+			if f == "" {
+				return v + " is not set (no device image to boot; ci/qemu/osbench-image.sh builds one)"
+			}
+			if _, err := os.Stat(f); err != nil {
+				return v + ": " + err.Error()
 			}
 		}
 	}
@@ -70,7 +100,12 @@ func (a *bootArm) Unavailable() string {
 func (a *bootArm) Timebase() string              { return Real }
 func (a *bootArm) PathName(preset string) string { return "the device's own link (boot)" }
 func (a *bootArm) Describe() map[string]string {
-	return map[string]string{"command": a.command, "sink": a.sinkAddr}
+	d := map[string]string{"command": a.command, "sink": a.sinkAddr}
+	if a.qemu {
+		d["arm"] = a.arm
+		d["kernel"], d["initrd"] = os.Getenv("OSBENCH_QEMU_KERNEL"), os.Getenv("OSBENCH_QEMU_INITRD")
+	}
+	return d
 }
 
 func (a *bootArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
@@ -86,7 +121,10 @@ func (a *bootArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 	cmd.Env = append(os.Environ(), "OSBENCH_SINK="+ln.Addr().String(), "OSBENCH_PORT="+port,
 		"OSBENCH_DIR="+string(spec.Dir), "OSBENCH_BYTES="+strconv.FormatInt(spec.Bytes, 10),
 		"OSBENCH_CONNS="+strconv.Itoa(spec.Conns))
-	var out bytes.Buffer
+	if a.qemu {
+		cmd.Env = append(cmd.Env, "OSBENCH_ARM="+a.arm)
+	}
+	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: boot command: %w", err)
@@ -113,14 +151,14 @@ func (a *bootArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 			start := time.Now()
 			r, err := (&osbench.Sink{}).Serve(g.c, g.at)
 			if err != nil {
-				return conns, fmt.Errorf("bench: boot connection %d: %w", i, err)
+				return conns, fmt.Errorf("bench: boot connection %d: %w; the command's output ends: %s", i, err, out.tail(6))
 			}
 			conns = append(conns, report.Conn{Report: r, Wall: time.Since(start)})
 		case err := <-exited:
-			return conns, fmt.Errorf("bench: boot command exited (%v) after %d of %d connections: %s", err, i, spec.Conns, lastLine(out.String()))
+			return conns, fmt.Errorf("bench: boot command exited (%v) after %d of %d connections; its output ends: %s", err, i, spec.Conns, out.tail(6))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
-			return conns, fmt.Errorf("bench: boot row: %w after %d of %d connections", ctx.Err(), i, spec.Conns)
+			return conns, fmt.Errorf("bench: boot row: %w after %d of %d connections; the command's output ends: %s", ctx.Err(), i, spec.Conns, out.tail(6))
 		}
 	}
 	select {
@@ -130,4 +168,36 @@ func (a *bootArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 		<-exited
 	}
 	return conns, nil
+}
+
+// lockedBuffer collects a command's output while the row reads its tail.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// tail is the last n non-empty lines, joined by " | " for one error line.
+func (l *lockedBuffer) tail(n int) string {
+	l.mu.Lock()
+	s := l.b.String()
+	l.mu.Unlock()
+	var lines []string
+	for _, x := range strings.Split(strings.ReplaceAll(s, "\r", ""), "\n") {
+		if x = strings.TrimSpace(x); x != "" {
+			lines = append(lines, x)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(lines, " | ")
 }
