@@ -6,6 +6,9 @@
 #   Control: <the defect>
 #   Expect: <check/backend>
 #   Env: VAR=value ...
+#   Script: <another harness, e.g. ci/qemu/osbench-boot.sh> (optional)
+# With a Script: line that script runs instead of run.sh, and Expect: is an
+# extended regular expression one line of its output must match.
 # Prints "control NAME: RED as required" or "... STILL GREEN", then
 # "qemu-controls: N red, M green"; exits non-zero unless all are red.
 #
@@ -29,6 +32,13 @@ for p in "${patches[@]}"; do
 	control=$(sed -n '/^diff --git /q; s/^Control:[[:space:]]*//p' "$p" | head -1)
 	expect=$(sed -n '/^diff --git /q; s/^Expect:[[:space:]]*//p' "$p" | head -1)
 	envs=$(sed -n '/^diff --git /q; s/^Env:[[:space:]]*//p' "$p" | head -1)
+	script=$(sed -n '/^diff --git /q; s/^Script:[[:space:]]*//p' "$p" | head -1)
+	pattern="^qemu: check $expect +FAIL"
+	if [ -n "$script" ]; then
+		pattern=$expect
+	else
+		script=ci/qemu/run.sh
+	fi
 	dir=$(mktemp -d /tmp/netramp-qemu-control."$name".XXXXXX)
 	(cd "$root" && git ls-files -z --cached --others --exclude-standard) |
 		while IFS= read -r -d '' f; do [ -f "$root/$f" ] && printf '%s\0' "$f"; done |
@@ -40,15 +50,15 @@ for p in "${patches[@]}"; do
 		rm -rf "$dir"
 		continue
 	fi
-	out=$(cd "$dir" && env $envs bash ci/qemu/run.sh 2>&1)
+	out=$(cd "$dir" && env $envs bash "$script" 2>&1)
 	rc=$?
 	rm -rf "$dir"
-	if [ $rc -ne 0 ] && printf '%s\n' "$out" | grep -Eq "^qemu: check $expect +FAIL"; then
-		echo "control $name: RED as required ($(printf '%s\n' "$out" | grep -E "^qemu: check $expect +FAIL" | cut -c1-160))"
+	if [ $rc -ne 0 ] && printf '%s\n' "$out" | grep -Eq "$pattern"; then
+		echo "control $name: RED as required ($(printf '%s\n' "$out" | grep -E "$pattern" | head -1 | cut -c1-160))"
 		red=$((red + 1))
 	else
-		echo "control $name: STILL GREEN — run.sh cannot catch: $control (exit $rc)"
-		printf '%s\n' "$out" | grep '^qemu: check' | sed 's/^/  | /'
+		echo "control $name: STILL GREEN — $script cannot catch: $control (exit $rc)"
+		printf '%s\n' "$out" | grep -E '^(qemu: check|osbench-boot:)' | sed 's/^/  | /'
 		green=$((green + 1))
 	fi
 done
