@@ -32,6 +32,7 @@ test "${PIPESTATUS[0]}" -eq 0
 step "the I219 driver under QEMU (ci/qemu)"
 if [ "$(id -u)" = 0 ]; then
 	bash ci/qemu/run.sh
+	bash ci/qemu/osbench-boot.sh
 	bash ci/qemu/controls.sh
 else
 	echo "skipped: QEMU checks need root (they install Debian packages and bind the guest's PCI device)"

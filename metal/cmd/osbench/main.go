@@ -66,7 +66,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench", flag.ContinueOnError)
 	preset := fs.String("preset", "t14", "nic/wire preset of the path (t14, pilot, pilot-2, pilot-5, clean-lan)")
 	order := fs.String("arms", strings.Join(bench.DefaultOrder, ","), "arm names in row order")
-	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu)")
+	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu[:<arm>])")
 	conns := fs.Int("conns", defaultConns, "connections per row (their figures are averaged)")
 	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
 	armBytes := fs.String("arm-bytes", defaultArmBytes, "per-arm payload overrides Name=bytes,... (for slow real-time arms)")
