@@ -139,6 +139,9 @@ type endpoint struct {
 	inRecovery bool
 	fastRtx    bool // the first retransmission of a recovery ignores cwnd
 	renoRtx    bool // without SACK: retransmit the segment at SND.UNA (NewReno)
+	// renoRecovery: this recovery began on duplicate ACKs with no SACK
+	// information, so its partial ACKs retransmit the new head (RFC 6582).
+	renoRecovery bool
 	// Proportional Rate Reduction (RFC 6937) during fast recovery.
 	recoverFS, prrDelivered, prrOut uint64
 	prrSndcnt                       int64

@@ -413,13 +413,16 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		e.rtoEpisode = false
 		e.inRecovery = false
 	}
-	// Without SACK, NewReno (RFC 5681 §3.2, RFC 6582): the third duplicate
-	// ACK starts a recovery and retransmits the head; each partial ACK in
-	// recovery retransmits the new head at once. A duplicate ACK means one
-	// segment has left the network (RFC 6937's DeliveredData without SACK).
+	// An ACK with no SACK information, whether or not SACK was negotiated
+	// (a peer may stop sending blocks, as some do once their write side is
+	// shut), is read as NewReno reads it (RFC 5681 §3.2, RFC 6582): the third
+	// duplicate ACK starts a recovery and retransmits the head; each partial
+	// ACK in a recovery NewReno started retransmits the new head at once. A
+	// duplicate ACK means one segment has left the network (RFC 6937's
+	// DeliveredData without SACK). ACKs that carry blocks go to RACK instead.
 	dupDelivered := uint64(0)
 	renoEnter := false
-	if !e.sackOK {
+	if len(sacks) == 0 {
 		switch {
 		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
 			e.dupAcks++
@@ -427,7 +430,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 			if e.dupAcks == 3 && !e.inRecovery && !e.rtoEpisode {
 				renoEnter = true
 			}
-		case progress && e.inRecovery && e.sndUna < e.recoverPt:
+		case progress && e.inRecovery && e.renoRecovery && e.sndUna < e.recoverPt:
 			e.renoRtx = true
 			e.fastRtx = true
 		}
@@ -448,8 +451,10 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		if lost > 0 && !e.inRecovery {
 			e.enterRecovery(now)
 		}
-	} else if renoEnter {
+	}
+	if renoEnter && !e.inRecovery {
 		e.enterRecovery(now)
+		e.renoRecovery = true
 		e.renoRtx = true
 	}
 	if e.inRecovery {
@@ -482,6 +487,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 // one window reduction, and retransmissions of the marked segments follow.
 func (e *endpoint) enterRecovery(now time.Duration) {
 	e.inRecovery = true
+	e.renoRecovery = false
 	e.recoverPt = e.sndNxt
 	e.undoable = true
 	e.undoRetrans = 0
