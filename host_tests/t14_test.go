@@ -24,7 +24,8 @@ type rampRun struct {
 }
 
 // runT14 sends n bytes A→B on the t14 preset with the sender on arm;
-// stretch makes the aggregated ACKs one stretch ACK per group.
+// stretch (the preset's own setting) makes the aggregated ACKs one stretch
+// ACK per group, without it every held ACK is released.
 func runT14(t *testing.T, arm cc.Arm, name string, n int64, stretch bool) rampRun {
 	t.Helper()
 	cfg := preset(t, "t14")
@@ -73,9 +74,9 @@ func rampTable(runs ...rampRun) string {
 
 func TestT14ArmBRampsFasterThanArmA(t *testing.T) {
 	// The t14 path: 1 Gbit/s, 2 ms RTT, a 256-frame TX ring, ACKs
-	// aggregated per 34 segments (20 ms hold), released as they were sent or
-	// coalesced into one stretch ACK per group (the peer of the field
-	// report). Arm B (HyStart++ with L = 8 and the half-window card rule)
+	// aggregated per 34 segments (20 ms hold) and coalesced into one stretch
+	// ACK per group (the preset, the peer of the field report), or released
+	// as they were sent. Arm B (HyStart++ with L = 8 and the half-window card rule)
 	// must have received more than arm A (RFC 5681 growth and the old card
 	// rule) at every ramp mark, and HyStart++ must have acted in arm B.
 	const n = 320 << 20
@@ -88,8 +89,8 @@ func TestT14ArmBRampsFasterThanArmA(t *testing.T) {
 		// virtual time: HyStart++ acts only through L, and CSS stays 0.
 		wantCSS bool
 	}{
-		{"t14 preset (held ACKs released together)", false, true},
-		{"t14 with one stretch ACK per 34 segments", true, false},
+		{"t14 with held ACKs released together", false, true},
+		{"t14 preset (one stretch ACK per 34 segments)", true, false},
 	} {
 		t.Run(fmt.Sprint(v.stretch), func(t *testing.T) {
 			a := runT14(t, cc.ArmA, "A", n, v.stretch)
