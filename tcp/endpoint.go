@@ -62,7 +62,8 @@ type outSeg struct {
 	rtx      bool // a retransmission
 	payload  int
 	isRst    bool
-	priorNxt uint64 // SND.NXT before this segment was built
+	priorNxt uint64   // SND.NXT before this segment was built
+	prev     rtxq.Seg // a resend's segment as it was before Retransmitted
 }
 
 // endpoint is one TCP socket: a listener, or one side of a connection.

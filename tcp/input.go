@@ -884,7 +884,7 @@ func (e *endpoint) lossProbe(now time.Duration) {
 		if e.q.Push(start, end, now, fin) == nil {
 			e.sndNxt = end
 			e.sndMax = max64(e.sndMax, end)
-			e.sendData(start, end, fin, false)
+			e.sendData(start, end, fin, nil)
 			e.ctl.OnSend(now, e.sndNxt)
 			return
 		}

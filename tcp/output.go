@@ -9,6 +9,7 @@ import (
 
 	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/rtxq"
 )
 
 // bufferBuilder gathers payload parts into one gVisor buffer.
@@ -240,7 +241,8 @@ func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) {
 
 // sendData builds one segment of [start, end) sequence offsets from the send
 // buffer; fin marks a FIN occupying the last offset.
-func (e *endpoint) sendData(start, end uint64, fin, rtx bool) {
+func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
+	rtx := prev != nil
 	dataEnd := end
 	if fin {
 		dataEnd--
@@ -264,7 +266,11 @@ func (e *endpoint) sendData(start, end uint64, fin, rtx bool) {
 	e.ackNow = false
 	e.dsack = nil
 	e.tDelack.stop()
-	e.queue(outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt})
+	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt}
+	if rtx {
+		o.prev = *prev
+	}
+	e.queue(o)
 	if rtx {
 		e.p.st.retransBytes.Add(uint64(n))
 	} else {
@@ -391,7 +397,7 @@ func (e *endpoint) output() {
 			e.sndMax = e.sndNxt
 		}
 		e.prrSent(size)
-		e.sendData(start, end, fin, false)
+		e.sendData(start, end, fin, nil)
 		if e.pace != nil {
 			e.pace.Sent(now, int(size)+header.TCPMinimumSize)
 		}
@@ -481,11 +487,12 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	if end <= start {
 		return
 	}
+	prev, _ := e.q.Seg(start)
 	e.q.Retransmitted(start, now)
 	if e.undoable {
 		e.undoRetrans++
 	}
-	e.sendData(start, end, fin, true)
+	e.sendData(start, end, fin, &prev)
 	if e.pace != nil {
 		e.pace.Sent(now, int(end-start)+header.TCPMinimumSize)
 	}
@@ -493,8 +500,9 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 
 // refused handles segments the link refused (ErrNoBufferSpace): they were
 // never sent, so new data is rolled back out of SND.NXT and the
-// retransmission queue (never counted in flight or as lost), and the endpoint
-// resumes when the card has room.
+// retransmission queue, and a refused resend gives its segment back the state
+// it had before (never counted in flight or as lost); the endpoint resumes
+// when the card has room.
 func (e *endpoint) refused(segs []outSeg) {
 	rollTo := uint64(0)
 	rolled := false
@@ -509,13 +517,21 @@ func (e *endpoint) refused(segs []outSeg) {
 		}
 		if s.rtx {
 			e.p.st.retransBytes.Add(^uint64(s.payload - 1))
+			e.q.RetransmitRefused(s.prev)
+			if e.undoable && e.undoRetrans > 0 {
+				e.undoRetrans--
+			}
 		}
 		if s.end == s.start && !s.isRst {
 			e.ackNow = true
 		}
 	}
 	if rolled && rollTo >= e.sndUna && rollTo < e.sndNxt {
-		e.q = truncateQueue(e.q, e.maxSegs, rollTo)
+		if err := e.q.Truncate(rollTo); err != nil {
+			// rollTo is where a segment the sender pushed began, so this
+			// cannot happen; keep SND.NXT where the queue ends if it does.
+			rollTo = e.q.Nxt()
+		}
 		e.sndNxt = rollTo
 		if e.sndMax > rollTo {
 			e.sndMax = rollTo

@@ -642,3 +642,89 @@ func (q *Queue) trimSacked(una uint64) {
 		q.sacked[0].Start = una
 	}
 }
+
+// ErrNotBoundary reports a Truncate inside a segment: only whole segments,
+// as pushed, can be taken back.
+var ErrNotBoundary = errors.New("rtxq: truncation point is inside a segment")
+
+// Seg returns a copy of the held segment starting at start.
+func (q *Queue) Seg(start uint64) (Seg, bool) {
+	l := q.live()
+	i := q.find(start)
+	if i >= len(l) || l[i].Start != start {
+		return Seg{}, false
+	}
+	return l[i], true
+}
+
+// Truncate takes back every segment at or above end, as if it had never been
+// pushed: the link refused them, so they were never sent and must count
+// neither in flight nor as lost. The marks of the segments below end are
+// kept. end must be a segment boundary at or above SND.UNA.
+func (q *Queue) Truncate(end uint64) error {
+	if end >= q.nxt {
+		return nil
+	}
+	l := q.live()
+	i := q.find(end)
+	if end < q.una || i < len(l) && l[i].Start != end {
+		return fmt.Errorf("%w: %d", ErrNotBoundary, end)
+	}
+	for j := i; j < len(l); j++ {
+		s := &l[j]
+		switch {
+		case s.Sacked:
+			q.sackedBytes -= s.Len()
+			q.sackedSegs--
+		case s.Lost:
+			q.lostBytes -= s.Len()
+		}
+		if s.RetransInFlight {
+			q.retxBytes -= s.Len()
+		}
+	}
+	q.segs = q.segs[:q.head+i]
+	q.nxt = end
+	for k := len(q.sacked) - 1; k >= 0; k-- {
+		r := &q.sacked[k]
+		if r.Start >= end {
+			q.sacked = q.sacked[:k]
+			continue
+		}
+		if r.End > end {
+			r.End = end
+		}
+		break
+	}
+	q.fack = min(q.fack, end)
+	q.rackEnd = min(q.rackEnd, end)
+	q.rtxHint = min(q.rtxHint, end)
+	return nil
+}
+
+// RetransmitRefused takes back a Retransmitted the link refused: the resend
+// never left, so the segment gets back the send time and in-flight state it
+// had before (prev, as Seg returned it then) and, if lost, is a
+// retransmission candidate again.
+func (q *Queue) RetransmitRefused(prev Seg) {
+	l := q.live()
+	i := q.find(prev.Start)
+	if i >= len(l) || l[i].Start != prev.Start {
+		return
+	}
+	s := &l[i]
+	if s.Retrans > 0 {
+		s.Retrans--
+	}
+	s.LastSent = prev.LastSent
+	if s.RetransInFlight && !prev.RetransInFlight {
+		s.RetransInFlight = false
+		q.retxBytes -= s.Len()
+	}
+	if s.Lost {
+		q.rtxHint = min(q.rtxHint, s.Start)
+	}
+	if q.retxN > 0 && q.retxRing[(q.retxN-1)%recentRetx].Start == s.Start {
+		q.retxN--
+	}
+}
