@@ -6,8 +6,6 @@ import (
 
 	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/nic/wire"
-	"github.com/netramp/netramp/stack/vtest"
-	"github.com/netramp/netramp/tcp"
 )
 
 // queuePath is a path whose queue fills within a few rounds of slow start:
@@ -19,33 +17,14 @@ func queuePath() wire.Config {
 	return wire.Config{AtoB: d, BtoA: wire.Dir{RateBps: 100e6, Delay: 10 * time.Millisecond}, Seed: 3}
 }
 
-func runQueuePath(t *testing.T, arm cc.Arm, name string, n int64) rampRun {
-	t.Helper()
-	p := newPair(t, queuePath(), tcp.Options{Arm: arm}, tcp.Options{}, 3)
-	c, s := dial(t, p, vtest.SideA, 5002)
-	so, si := p.Start(c, s, n, 15)
-	si.Discard = true
-	if err := p.Run(si.Done, 60*time.Second); err != nil {
-		t.Fatalf("arm %s: %v (received %d)", name, err, si.Bytes())
-	}
-	if err := vtest.Check(so, si, n); err != nil {
-		t.Fatal(err)
-	}
-	r := rampRun{arm: name, total: si.Duration(), reg: p.A.Counters()}
-	for _, m := range rampMarks {
-		r.by = append(r.by, si.ReceivedBy(m))
-	}
-	return r
-}
-
 // TestHyStartLeavesSlowStartBeforeTheQueueOverflows pins RFC 9406 end to end:
 // on a path whose queue fills, arm B's HyStart++ sees the round's minimum RTT
 // rise, enters CSS, and hands over to CUBIC after its CSS rounds with nothing
 // lost; arm A's RFC 5681 slow start runs until the queue overflows.
 func TestHyStartLeavesSlowStartBeforeTheQueueOverflows(t *testing.T) {
 	const n = 24 << 20
-	a := runQueuePath(t, cc.ArmA, "A", n)
-	b := runQueuePath(t, cc.ArmB, "B", n)
+	a := runRamp(t, queuePath(), cc.ArmA, "A", n, 3)
+	b := runRamp(t, queuePath(), cc.ArmB, "B", n, 3)
 	t.Logf("100 Mbit/s, 20 ms RTT, 2 MB queue, %s A→B:%s", mb(n), rampTable(a, b))
 	if got := counter(b.reg, "tcp.hystart.css"); got == 0 {
 		t.Errorf("arm B never entered CSS on a filling queue")

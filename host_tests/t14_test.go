@@ -8,6 +8,7 @@ import (
 
 	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
 )
@@ -30,7 +31,14 @@ func runT14(t *testing.T, arm cc.Arm, name string, n int64, stretch bool) rampRu
 	t.Helper()
 	cfg := preset(t, "t14")
 	cfg.BtoA.AckAggCoalesce = stretch
-	p := newPair(t, cfg, tcp.Options{Arm: arm}, tcp.Options{}, 1)
+	return runRamp(t, cfg, arm, name, n, 1)
+}
+
+// runRamp sends n bytes A→B on cfg with the sender on arm and records the
+// receiver's ramp marks and the sender's counters.
+func runRamp(t *testing.T, cfg wire.Config, arm cc.Arm, name string, n, seed int64) rampRun {
+	t.Helper()
+	p := newPair(t, cfg, tcp.Options{Arm: arm}, tcp.Options{}, seed)
 	c, s := dial(t, p, vtest.SideA, 5001)
 	so, si := p.Start(c, s, n, 14)
 	si.Discard = true // the ramp is the claim here; the transfer tests check bytes
