@@ -52,9 +52,9 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		p.st.dropMalformed.Inc()
 		return segment{}, false
 	}
-	net := pkt.Network()
+	src, dst := pseudoAddrs(pkt)
 	_, csumValid, ok := header.TCPValid(hdr, func() uint16 { return pkt.Data().Checksum() }, uint16(size),
-		net.SourceAddress(), net.DestinationAddress(), pkt.RXChecksumValidated)
+		src, dst, pkt.RXChecksumValidated)
 	if !ok {
 		p.st.dropMalformed.Inc()
 		return segment{}, false
@@ -71,6 +71,22 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		s.payload, _ = pkt.Data().PullUp(size)
 	}
 	return s, true
+}
+
+// pseudoAddrs reads the pseudo-header's addresses (RFC 9293 §3.1) straight
+// from the network header: PacketBuffer.Network boxes the header in an
+// interface, one heap allocation per segment.
+func pseudoAddrs(pkt *stack.PacketBuffer) (src, dst tcpip.Address) {
+	switch pkt.NetworkProtocolNumber {
+	case header.IPv4ProtocolNumber:
+		h := header.IPv4(pkt.NetworkHeader().Slice())
+		return h.SourceAddress(), h.DestinationAddress()
+	case header.IPv6ProtocolNumber:
+		h := header.IPv6(pkt.NetworkHeader().Slice())
+		return h.SourceAddress(), h.DestinationAddress()
+	}
+	net := pkt.Network()
+	return net.SourceAddress(), net.DestinationAddress()
 }
 
 // HandlePacket implements stack.TransportEndpoint: every inbound segment of
