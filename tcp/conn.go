@@ -544,6 +544,10 @@ func (e *endpoint) growRcv(nb int) {
 	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + 1<<e.rcvWS))
 }
 
+// writeChunk bounds one copy from the caller into the send queue, so the
+// queue's backing array grows in the same steps whatever the write's size.
+const writeChunk = 64 << 10
+
 // Write implements tcpip.Endpoint. A full send queue returns ErrWouldBlock
 // (gonet then waits for WritableEvents); it is never an error.
 func (e *endpoint) Write(p tcpip.Payloader, opts tcpip.WriteOptions) (int64, tcpip.Error) {
@@ -575,14 +579,9 @@ func (e *endpoint) Write(p tcpip.Payloader, opts tcpip.WriteOptions) (int64, tcp
 		e.mu.Unlock()
 		return 0, &tcpip.ErrWouldBlock{}
 	}
-	if e.scratch == nil {
-		e.scratch = make([]byte, 64<<10)
-	}
 	var total int64
 	for e.sbuf.Free() > 0 && p.Len() > 0 {
-		k := min(e.sbuf.Free(), len(e.scratch), p.Len())
-		n, err := io.ReadFull(p, e.scratch[:k])
-		e.sbuf.Write(e.scratch[:n])
+		n, err := e.sbuf.Fill(p, min(writeChunk, p.Len()))
 		total += int64(n)
 		if err != nil {
 			break

@@ -153,7 +153,6 @@ type endpoint struct {
 	lastSend                        time.Duration
 	nodelay                         bool
 	cork                            bool
-	scratch                         []byte
 	sackScratch                     []rtxq.Range
 	rtoEpisode                      bool
 	undoable                        bool // the last reduction may be undone by DSACK/timestamps evidence

@@ -8,6 +8,7 @@ package sendbuf
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrShrink reports a SetCap below the bytes the buffer holds.
@@ -68,6 +69,29 @@ func (b *Buffer) Write(p []byte) int {
 	}
 	b.n += len(p)
 	return len(p)
+}
+
+// Fill appends up to k bytes (at most Free()) read from r straight into
+// the ring, sparing the caller a staging copy. Like io.ReadFull it returns
+// how many bytes it took and r's error if fewer than asked; those bytes are
+// kept.
+func (b *Buffer) Fill(r io.Reader, k int) (int, error) {
+	k = min(k, b.Free())
+	if k <= 0 {
+		return 0, nil
+	}
+	b.reserve(b.n + k)
+	tail := (b.head + b.n) % len(b.buf)
+	first := min(k, len(b.buf)-tail)
+	n, err := io.ReadFull(r, b.buf[tail:tail+first])
+	b.n += n
+	if err == nil && first < k {
+		var m int
+		m, err = io.ReadFull(r, b.buf[:k-first])
+		b.n += m
+		n += m
+	}
+	return n, err
 }
 
 // reserve grows the backing array (doubling, bounded by cap) to hold need bytes.
