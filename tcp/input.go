@@ -403,7 +403,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	// timestamp echo (RFC 7323 §4.1).
 	sample := res.RTT
 	if sample <= 0 && progress && e.tsOK && opts.TS && opts.TSEcr != 0 {
-		ms := int32(e.tsVal() - opts.TSEcr)
+		ms := int32(e.tsAt(now) - opts.TSEcr)
 		if ms >= 0 && ms < 600000 {
 			sample = time.Duration(ms)*time.Millisecond + time.Millisecond/2
 		}
@@ -646,7 +646,7 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 // time one advertised window takes to arrive.
 func (e *endpoint) measureRcvRTT(opts *header.TCPOptions, now time.Duration) {
 	if e.tsOK && opts.TS && opts.TSEcr != 0 {
-		if ms := int32(e.tsVal() - opts.TSEcr); ms >= 0 && ms < 600000 {
+		if ms := int32(e.tsAt(now) - opts.TSEcr); ms >= 0 && ms < 600000 {
 			e.rcvRTT.OnTimestampSample(time.Duration(ms)*time.Millisecond + time.Millisecond/2)
 		}
 		return

@@ -23,7 +23,11 @@ func (bb *bufferBuilder) add(p []byte) {
 
 // tsVal is our timestamp clock (RFC 7323 §5.4): milliseconds plus the
 // connection's offset.
-func (e *endpoint) tsVal() uint32 { return uint32(e.now()/time.Millisecond) + e.tsOffset }
+func (e *endpoint) tsVal() uint32 { return e.tsAt(e.now()) }
+
+// tsAt is the timestamp clock at a time already read (a segment's arrival),
+// sparing a second clock read on the per-segment path.
+func (e *endpoint) tsAt(now time.Duration) uint32 { return uint32(now/time.Millisecond) + e.tsOffset }
 
 // synOptions encodes the options of our SYN or SYN-ACK: MSS always; window
 // scale, timestamps and SACK-permitted as offered (SYN) or agreed (SYN-ACK).
