@@ -68,9 +68,30 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		wnd: hdr.WindowSize(), opts: hdr[header.TCPMinimumSize:off],
 	}
 	if size > 0 {
-		s.payload, _ = pkt.Data().PullUp(size)
+		s.payload = payloadInPlace(pkt, size)
 	}
 	return s, true
+}
+
+// payloadInPlace is the segment's payload, read where it lies when one view
+// holds it: PullUp would copy a view whose chunk is shared (an in-memory link
+// shares it with the sender's packet), and the payload is only read here,
+// then copied into the receive ring or the out-of-order store.
+func payloadInPlace(pkt *stack.PacketBuffer, size int) []byte {
+	vl, off := pkt.AsViewList()
+	off += pkt.HeaderSize()
+	for v := vl.Front(); v != nil; v = v.Next() {
+		n := v.Size()
+		if off < n {
+			if off+size <= n {
+				return v.AsSlice()[off : off+size]
+			}
+			break
+		}
+		off -= n
+	}
+	b, _ := pkt.Data().PullUp(size)
+	return b
 }
 
 // pseudoAddrs reads the pseudo-header's addresses (RFC 9293 §3.1) straight
