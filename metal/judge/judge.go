@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/netramp/netramp/metal/report"
 )
 
 // DefaultRules is the rule file the default bench writes before it runs.
@@ -276,10 +278,10 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 	defer func() { v.Detail += note }()
 	switch r.Kind {
 	case Within:
-		mX, mY := median(xs), median(ys)
+		mX, mY := report.Median(xs), report.Median(ys)
 		d := math.Abs(mX - mY)
 		v.Detail = fmt.Sprintf("%s median %s %s, %s median %s %s: differ by %s, tolerance %s",
-			r.X, num(mX), unit, r.Y, num(mY), unit, num(d), num(r.Tolerance))
+			r.X, report.Num(mX), unit, r.Y, report.Num(mY), unit, report.Num(d), report.Num(r.Tolerance))
 		if d <= r.Tolerance {
 			v.Status = Confirmed
 		} else {
@@ -427,37 +429,13 @@ func negate(v []float64) []float64 {
 	return o
 }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func span(v []float64) string {
 	lo, hi := v[0], v[0]
 	for _, x := range v {
 		lo, hi = math.Min(lo, x), math.Max(hi, x)
 	}
-	if num(lo) == num(hi) {
-		return num(lo)
+	if report.Num(lo) == report.Num(hi) {
+		return report.Num(lo)
 	}
-	return num(lo) + "–" + num(hi)
-}
-
-// num prints a figure with three significant digits (at least one decimal
-// below 10), as the bench's tables do.
-func num(x float64) string {
-	a := math.Abs(x)
-	switch {
-	case a >= 100:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(x, 'f', 2, 64)
-	}
-	return strconv.FormatFloat(x, 'f', 3, 64)
+	return report.Num(lo) + "–" + report.Num(hi)
 }
