@@ -8,6 +8,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netramp/netramp/nic"
 )
 
 // startLoop runs Poll on its own goroutine until a stop is requested; it
@@ -264,17 +266,7 @@ func (e *Endpoint) frameToPacket(frame []byte, se uint32) (*stack.PacketBuffer, 
 		return nil, 0, false
 	}
 	eth := header.Ethernet(hdr)
-	dst := eth.DestinationAddress()
-	switch {
-	case dst == header.EthernetBroadcastAddress:
-		pkt.PktType = tcpip.PacketBroadcast
-	case header.IsMulticastEthernetAddress(dst):
-		pkt.PktType = tcpip.PacketMulticast
-	case dst == e.LinkAddress():
-		pkt.PktType = tcpip.PacketHost
-	default:
-		pkt.PktType = tcpip.PacketOtherHost
-	}
+	pkt.PktType = nic.PacketType(eth.DestinationAddress(), e.LinkAddress())
 	e.st.rxFrames.Inc()
 	e.st.rxBytes.Add(uint64(len(frame)))
 	return pkt, eth.Type(), true

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -332,17 +333,7 @@ func (e *Endpoint) deliver(frame []byte) {
 		return
 	}
 	if !e.tun {
-		dst := header.Ethernet(frame).DestinationAddress()
-		switch {
-		case dst == header.EthernetBroadcastAddress:
-			pkt.PktType = tcpip.PacketBroadcast
-		case header.IsMulticastEthernetAddress(dst):
-			pkt.PktType = tcpip.PacketMulticast
-		case dst == e.LinkAddress():
-			pkt.PktType = tcpip.PacketHost
-		default:
-			pkt.PktType = tcpip.PacketOtherHost
-		}
+		pkt.PktType = nic.PacketType(header.Ethernet(frame).DestinationAddress(), e.LinkAddress())
 	}
 	e.c.RxFrames.Inc()
 	e.c.RxBytes.Add(uint64(len(frame)))
