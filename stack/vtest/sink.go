@@ -23,7 +23,7 @@ type Mark struct {
 // reads and recording a Mark per read instant, then closes the endpoint.
 // Like Source it runs from waiter callbacks deferred through the clock.
 type Sink struct {
-	mu      sync.Mutex // guards pending only, so a notification during a pump cannot deadlock
+	gate    pumpGate
 	run     sync.Mutex // guards the rest: held by pump and the accessors
 	clk     tcpip.Clock
 	ep      tcpip.Endpoint
@@ -36,8 +36,6 @@ type Sink struct {
 	begun   tcpip.MonotonicTime // when Start was called
 	lead    time.Duration       // from Start to the first byte
 	marks   []Mark
-	pending bool // guarded by mu
-	stopped bool // guarded by mu: done, no more pumps
 	done    bool
 	err     error
 	doneAt  time.Duration // since the first byte
@@ -65,16 +63,7 @@ func (s *Sink) Start() {
 	s.kick()
 }
 
-func (s *Sink) kick() {
-	s.mu.Lock()
-	if s.pending || s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.pending = true
-	s.mu.Unlock()
-	s.clk.AfterFunc(0, s.pump)
-}
+func (s *Sink) kick() { s.gate.kick(s.clk, s.pump) }
 
 // Write is the endpoint's destination for Read: it counts and hashes.
 func (s *Sink) Write(p []byte) (int, error) {
@@ -86,9 +75,7 @@ func (s *Sink) Write(p []byte) (int, error) {
 }
 
 func (s *Sink) pump() {
-	s.mu.Lock()
-	s.pending = false
-	s.mu.Unlock()
+	s.gate.begin()
 	s.run.Lock()
 	defer s.run.Unlock()
 	before := s.n
@@ -170,9 +157,7 @@ func (s *Sink) ReceivedBy(d time.Duration) int64 {
 func (s *Sink) stop() {
 	s.done = true
 	s.wq.EventUnregister(&s.entry)
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
+	s.gate.stop()
 }
 
 // FirstByteAfter is the time from Start to the first byte's arrival.

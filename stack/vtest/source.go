@@ -19,7 +19,7 @@ const chunk = 256 << 10
 // callbacks deferred through the clock (AfterFunc(0)), so it never re-enters
 // the endpoint from inside one of its notifications.
 type Source struct {
-	mu      sync.Mutex // guards pending only, so a notification during a pump cannot deadlock
+	gate    pumpGate
 	run     sync.Mutex // guards the rest: held by pump and the accessors
 	clk     tcpip.Clock
 	ep      tcpip.Endpoint
@@ -33,8 +33,6 @@ type Source struct {
 	sent    int64
 	buf     []byte // generated, not yet written
 	off     int
-	pending bool // guarded by mu
-	stopped bool // guarded by mu: done, no more pumps
 	done    bool
 	err     error
 	blocked int // writes refused with ErrWouldBlock
@@ -54,21 +52,10 @@ func (s *Source) Start() {
 	s.kick()
 }
 
-func (s *Source) kick() {
-	s.mu.Lock()
-	if s.pending || s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.pending = true
-	s.mu.Unlock()
-	s.clk.AfterFunc(0, s.pump)
-}
+func (s *Source) kick() { s.gate.kick(s.clk, s.pump) }
 
 func (s *Source) pump() {
-	s.mu.Lock()
-	s.pending = false
-	s.mu.Unlock()
+	s.gate.begin()
 	s.run.Lock()
 	defer s.run.Unlock()
 	for !s.done {
@@ -147,7 +134,5 @@ func (s *Source) Hash() [32]byte {
 func (s *Source) stop() {
 	s.done = true
 	s.wq.EventUnregister(&s.entry)
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
+	s.gate.stop()
 }
