@@ -122,32 +122,26 @@ func checkProb(field string, p float64) error {
 
 func (d *Dir) validate(name string) error {
 	f := func(field string) string { return name + "." + field }
-	if d.RateBps < 0 {
-		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("RateBps"), d.RateBps)
-	}
-	if d.LineRateBps < 0 {
-		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("LineRateBps"), d.LineRateBps)
-	}
-	if d.Delay < 0 {
-		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("Delay"), d.Delay)
-	}
-	if d.Jitter < 0 {
-		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("Jitter"), d.Jitter)
-	}
-	if d.QueueBytes < 0 {
-		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("QueueBytes"), d.QueueBytes)
-	}
-	if d.QueueFrames < 0 {
-		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("QueueFrames"), d.QueueFrames)
-	}
-	if d.TxRing < 0 {
-		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("TxRing"), d.TxRing)
-	}
-	if d.AckAggSegments < 0 {
-		return fmt.Errorf("%w: %s = %d, want >= 0", ErrBadConfig, f("AckAggSegments"), d.AckAggSegments)
-	}
-	if d.AckAggHold < 0 {
-		return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f("AckAggHold"), d.AckAggHold)
+	// Every rate, size and duration is non-negative; 0 means "none" or
+	// "default" as each field's doc says.
+	for _, c := range []struct {
+		field string
+		neg   bool
+		v     any
+	}{
+		{"RateBps", d.RateBps < 0, d.RateBps},
+		{"LineRateBps", d.LineRateBps < 0, d.LineRateBps},
+		{"Delay", d.Delay < 0, d.Delay},
+		{"Jitter", d.Jitter < 0, d.Jitter},
+		{"QueueBytes", d.QueueBytes < 0, d.QueueBytes},
+		{"QueueFrames", d.QueueFrames < 0, d.QueueFrames},
+		{"TxRing", d.TxRing < 0, d.TxRing},
+		{"AckAggSegments", d.AckAggSegments < 0, d.AckAggSegments},
+		{"AckAggHold", d.AckAggHold < 0, d.AckAggHold},
+	} {
+		if c.neg {
+			return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f(c.field), c.v)
+		}
 	}
 	if d.AckAggCoalesce && d.AckAggSegments == 0 {
 		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggCoalesce"), f("AckAggSegments"))
