@@ -399,12 +399,10 @@ type direction struct {
 	geBad       bool
 
 	// ACK aggregation.
-	held    [][]byte
-	holdGen uint64
-	// heldScratch is the group being released, for counting what coalescing
-	// removed.
-	heldScratch [][]byte
-	dataSeen    int
+	held     [][]byte
+	flowKeys []flowKey // scratch for coalesce
+	holdGen  uint64
+	dataSeen int
 
 	stats DirStats
 	ctr   dirCounters
@@ -532,7 +530,7 @@ func (d *direction) releaseLocked(t time.Duration) {
 	d.ctr.add(&d.ctr.ackReleases, 1)
 	if d.cfg.AckAggCoalesce {
 		before := len(held)
-		held = coalesce(held)
+		held, d.flowKeys = coalesce(held, d.flowKeys)
 		n := uint64(before - len(held))
 		d.stats.AcksCoalesced += n
 		d.ctr.add(&d.ctr.acksCoalesced, n)
@@ -542,47 +540,63 @@ func (d *direction) releaseLocked(t time.Duration) {
 	}
 }
 
+// flowKey identifies a TCP flow by its addresses and ports; ok is false for
+// a frame whose flow cannot be read.
+type flowKey struct {
+	addrs  [32]byte
+	ports  uint32
+	family byte
+	ok     bool
+}
+
+func flowOf(f []byte) flowKey {
+	var k flowKey
+	switch {
+	case len(f) >= header.IPv4MinimumSize && f[0]>>4 == 4:
+		hl := int(header.IPv4(f).HeaderLength())
+		if hl < header.IPv4MinimumSize || len(f) < hl+4 {
+			return k
+		}
+		copy(k.addrs[:], f[12:20])
+		k.ports = binary.BigEndian.Uint32(f[hl:])
+		k.family = 4
+	case len(f) >= header.IPv6MinimumSize+4 && f[0]>>4 == 6:
+		copy(k.addrs[:], f[8:40])
+		k.ports = binary.BigEndian.Uint32(f[header.IPv6MinimumSize:])
+		k.family = 6
+	default:
+		return k
+	}
+	k.ok = true
+	return k
+}
+
 // coalesce keeps, in order, only the last ACK of each flow in held: a
 // cumulative ACK supersedes the earlier ones of its connection. Frames whose
-// flow cannot be read are all kept.
-func coalesce(held [][]byte) [][]byte {
-	type key struct {
-		addrs  [32]byte
-		ports  uint32
-		family byte
+// flow cannot be read are all kept. keys is scratch space, returned for
+// reuse; a group is a few dozen ACKs, so the pairwise scan allocates nothing
+// and costs less than a map.
+func coalesce(held [][]byte, keys []flowKey) ([][]byte, []flowKey) {
+	keys = keys[:0]
+	for _, f := range held {
+		keys = append(keys, flowOf(f))
 	}
-	last := make(map[key]int, 4)
-	keys := make([]key, len(held))
-	ok := make([]bool, len(held))
+	out := held[:0]
 	for i, f := range held {
-		var k key
-		switch {
-		case len(f) >= header.IPv4MinimumSize && f[0]>>4 == 4:
-			hl := int(header.IPv4(f).HeaderLength())
-			if hl < header.IPv4MinimumSize || len(f) < hl+4 {
-				continue
+		superseded := false
+		if keys[i].ok {
+			for j := i + 1; j < len(held); j++ {
+				if keys[j] == keys[i] {
+					superseded = true
+					break
+				}
 			}
-			copy(k.addrs[:], f[12:20])
-			k.ports = uint32(f[hl])<<24 | uint32(f[hl+1])<<16 | uint32(f[hl+2])<<8 | uint32(f[hl+3])
-			k.family = 4
-		case len(f) >= header.IPv6MinimumSize+4 && f[0]>>4 == 6:
-			copy(k.addrs[:], f[8:40])
-			o := header.IPv6MinimumSize
-			k.ports = uint32(f[o])<<24 | uint32(f[o+1])<<16 | uint32(f[o+2])<<8 | uint32(f[o+3])
-			k.family = 6
-		default:
-			continue
 		}
-		keys[i], ok[i] = k, true
-		last[k] = i
-	}
-	out := held[:0:0]
-	for i, f := range held {
-		if !ok[i] || last[keys[i]] == i {
+		if !superseded {
 			out = append(out, f)
 		}
 	}
-	return out
+	return out, keys
 }
 
 func (d *direction) inBlackout(t time.Duration) bool {
