@@ -3,8 +3,6 @@
 package linuxpeer_test
 
 import (
-	"context"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -20,24 +18,7 @@ func TestInteropLinuxKernelUnderLoss(t *testing.T) {
 		t.Run(arm.name, func(t *testing.T) {
 			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(200e6, 4*time.Millisecond, 0.01)})
 			s := newStack(t, p, arm.gvisor)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			dl, _ := ctx.Deadline()
-			ln, err := p.Listen(5001)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			c, err := s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
-			if err != nil {
-				t.Fatalf("stack dial: %v", err)
-			}
-			defer c.Close()
-			k, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer k.Close()
+			c, k, dl := stackDialsKernel(t, p, s, 5001, 60*time.Second)
 			start := time.Now()
 			exchange(t, c, k, 6<<20, dl)
 			info, _ := linuxpeer.TCPInfo(k)
@@ -60,24 +41,7 @@ func TestInteropLinuxKernelThroughFullTxRing(t *testing.T) {
 		t.Run(arm.name, func(t *testing.T) {
 			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(1e9, 2*time.Millisecond, 0), TxRing: 32})
 			s := newStack(t, p, arm.gvisor)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			dl, _ := ctx.Deadline()
-			ln, err := p.Listen(5001)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			c, err := s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
-			if err != nil {
-				t.Fatalf("stack dial: %v", err)
-			}
-			defer c.Close()
-			k, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer k.Close()
+			c, k, dl := stackDialsKernel(t, p, s, 5001, 60*time.Second)
 			start := time.Now()
 			exchange(t, c, k, 16<<20, dl)
 			st := p.Stats()

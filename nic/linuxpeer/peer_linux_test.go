@@ -58,6 +58,32 @@ func newStack(t *testing.T, p *linuxpeer.Peer, gvisor bool) *stack.Stack {
 	return s
 }
 
+// stackDialsKernel has the kernel listen on port, our stack dial it and the
+// kernel accept, within timeout; both ends close when the test ends. It
+// returns the stack's conn, the kernel's, and the deadline.
+func stackDialsKernel(t *testing.T, p *linuxpeer.Peer, s *stack.Stack, port uint16, timeout time.Duration) (net.Conn, net.Conn, time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	ln, err := p.Listen(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := s.Dial(ctx, netip.AddrPortFrom(p.Addr(), port))
+	if err != nil {
+		t.Fatalf("stack dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	k, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return c, k, dl
+}
+
 // exchange runs peertest.Exchange on both conns at once and checks n bytes
 // arrived intact each way.
 func exchange(t *testing.T, a, b net.Conn, n int64, deadline time.Time) {
@@ -102,24 +128,7 @@ func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
 			// Each direction gets its own generous deadline: a loaded CI
 			// machine (or -race) makes 128 MB take tens of seconds.
 			t.Run("stack-dials", func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-				defer cancel()
-				dl, _ := ctx.Deadline()
-				ln, err := p.Listen(5001)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ln.Close()
-				c, err := s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
-				if err != nil {
-					t.Fatalf("stack dial: %v", err)
-				}
-				defer c.Close()
-				k, err := ln.Accept()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer k.Close()
+				c, k, dl := stackDialsKernel(t, p, s, 5001, 120*time.Second)
 				start := time.Now()
 				exchange(t, c, k, n, dl)
 				t.Logf("%d MB each way in %v", n>>20, time.Since(start).Round(time.Millisecond))
