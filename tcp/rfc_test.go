@@ -734,11 +734,7 @@ func TestTailLossIsProbedBeforeTheRTO(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	// One exchange gives the sender an RTT sample of 10 ms.
-	c.write(t, make([]byte, 1460))
-	h.one()
-	h.clk.RunFor(10 * time.Millisecond)
-	c.hostNxt += 1460
-	c.send(header.TCPFlagAck, nil)
+	c.sampleRTT(t, 10*time.Millisecond)
 	// Three segments; the ACK covers two: the tail is lost.
 	c.write(t, make([]byte, 3*1460))
 	if n := len(h.out()); n != 3 {
@@ -790,11 +786,7 @@ func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	// An RTT sample first.
-	c.write(t, make([]byte, 1460))
-	h.one()
-	h.clk.RunFor(10 * time.Millisecond)
-	c.hostNxt += 1460
-	c.send(header.TCPFlagAck, nil)
+	c.sampleRTT(t, 10*time.Millisecond)
 	c.write(t, make([]byte, 20*1460))
 	if n := len(h.out()); n != 20 {
 		t.Fatalf("sent %d segments", n)
@@ -941,11 +933,7 @@ func TestRefusedDataIsRetriedOnALinkWithoutCredit(t *testing.T) {
 func TestRecoverySendsInProportionToDeliveries(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	c.write(t, make([]byte, 1460))
-	h.one()
-	h.clk.RunFor(10 * time.Millisecond)
-	c.hostNxt += 1460
-	c.send(header.TCPFlagAck, nil)
+	c.sampleRTT(t, 10*time.Millisecond)
 	c.write(t, make([]byte, 60*1460))
 	out := h.out()
 	base := c.hostNxt

@@ -308,6 +308,17 @@ func (c *conn) send(flags header.TCPFlags, payload []byte) {
 	}
 }
 
+// sampleRTT gives the host an RTT sample of rtt: one full segment out, its
+// ACK back rtt later.
+func (c *conn) sampleRTT(t *testing.T, rtt time.Duration) {
+	t.Helper()
+	c.write(t, make([]byte, 1460))
+	c.h.one()
+	c.h.clk.RunFor(rtt)
+	c.hostNxt += 1460
+	c.send(header.TCPFlagAck, nil)
+}
+
 func (c *conn) write(t *testing.T, p []byte) {
 	t.Helper()
 	var r bytes.Reader
