@@ -2,7 +2,7 @@
 # Builds the image the bench's boot:qemu arm boots: Debian's kernel (the
 # vmlinux extracted for a PVH boot, as run.sh boots it) and an initramfs of
 # busybox, ci/qemu/osbench-init.sh as /init and the static guest program
-# nic/i219/cmd/osbench-guest, which runs the osbench-lan/3 source on
+# metal/cmd/osbench-guest, which runs the osbench-lan/3 source on
 # netramp's stack over the I219/82574L driver (sysfs backend). Prints
 #
 #	export OSBENCH_QEMU_KERNEL=...
@@ -34,7 +34,7 @@ trap 'exit 130' INT TERM
 	dir=$WORK/initramfs
 	mkdir -p "$dir"/{bin,dev,proc,sys,tmp}
 	cp /bin/busybox "$dir/bin/busybox"
-	build_guest ./nic/i219/cmd/osbench-guest "$dir/bin/osbench-guest"
+	build_guest ./metal/cmd/osbench-guest "$dir/bin/osbench-guest"
 	cp "$ROOT/ci/qemu/osbench-init.sh" "$dir/init"
 	chmod +x "$dir/init" "$dir/bin/busybox" "$dir/bin/osbench-guest"
 	mkdir -p "$OUT"

@@ -226,8 +226,8 @@ KVER=$(pick_kernel)
 KIMG=$(kernel_image "$KVER")
 log "kernel $KVER, booting $KIMG"
 
-build_guest ./nic/i219/cmd/i219check "$WORK/i219check"
-go build -o "$WORK/i219host" ./nic/i219/cmd/i219host
+build_guest ./metal/cmd/i219check "$WORK/i219check"
+go build -o "$WORK/i219host" ./metal/cmd/i219host
 "$WORK/i219host" sink -portfile "$WORK/sink.port" >"$WORK/sink.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 50); do [ -s "$WORK/sink.port" ] && break; sleep 0.1; done

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
+	"github.com/netramp/netramp/metal/cmd/internal/guestnet"
 )
 
 func main() {

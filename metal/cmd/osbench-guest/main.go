@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/netramp/netramp/metal/cmd/internal/guestnet"
 	"github.com/netramp/netramp/metal/osbench"
-	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
 )
 
 // Bounds on the guest's steps, so a stall ends in a FAIL line rather than a

@@ -15,8 +15,8 @@ import (
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/metal/cmd/internal/guestnet"
 	"github.com/netramp/netramp/nic/i219"
-	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
 )
 
 // Slirp's fixed addresses, as the guest network uses them.

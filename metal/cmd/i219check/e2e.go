@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/netramp/netramp/nic/i219/cmd/internal/xfer"
+	"github.com/netramp/netramp/metal/cmd/internal/xfer"
 )
 
 // checkE2E uploads and then downloads xferSize bytes through the host's sink

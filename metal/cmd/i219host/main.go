@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netramp/netramp/nic/i219/cmd/internal/xfer"
+	"github.com/netramp/netramp/metal/cmd/internal/xfer"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netramp/netramp/nic/i219/cmd/internal/guestnet"
+	"github.com/netramp/netramp/metal/cmd/internal/guestnet"
 )
 
 // Register offsets in BAR0 (82574L datasheet §10.2).
