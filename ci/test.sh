@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command: what the README names and .ci/run calls.
-# Steps: formatting, vet, the whole test suite, cross-builds of the portable
+# Steps: formatting, a tidy go.mod, vet, the whole test suite, cross-builds of the portable
 # packages, and the negative controls. Each step prints its verdict; the first
 # failing step fails the run.
 set -euo pipefail
@@ -12,6 +12,10 @@ step() { printf '\n=== %s\n' "$*"; }
 step "gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then echo "gofmt would change:"; echo "$bad"; exit 1; fi
+echo ok
+
+step "go.mod tidy"
+go mod tidy -diff
 echo ok
 
 step "go vet"
