@@ -12,10 +12,7 @@ import (
 	"sync"
 	"syscall"
 
-	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/netns"
@@ -45,7 +42,7 @@ func (linuxArm) Unavailable() string {
 func (linuxArm) Timebase() string   { return Real }
 func (linuxArm) realTimeWire() bool { return true }
 func (linuxArm) PathName(preset string) string {
-	return "wire preset " + preset + " (real time, TUN bridges, no TX-ring model)"
+	return "wire preset " + preset + " (real time on its releasing thread, TUN bridges, no TX-ring model)"
 }
 func (linuxArm) Describe() map[string]string {
 	var u syscall.Utsname
@@ -75,19 +72,12 @@ type tunBridge struct {
 	mu  sync.Mutex // serialises writes to the device
 }
 
-// DeliverNetworkPacket writes a packet the wire delivered to the device.
-func (b *tunBridge) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *gstack.PacketBuffer) {
-	buf := make([]byte, 0, pkt.Size())
-	for _, s := range pkt.AsSlices() {
-		buf = append(buf, s...)
-	}
+// DeliverFrame writes a packet the wire delivered to the device.
+func (b *tunBridge) DeliverFrame(frame []byte) {
 	b.mu.Lock()
-	_, _ = b.dev.Write(buf) // a refused write is a drop, as on a link
+	_, _ = b.dev.Write(frame) // a refused write is a drop, as on a link
 	b.mu.Unlock()
 }
-
-// DeliverLinkPacket is for packet sockets; the bridge has none.
-func (b *tunBridge) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *gstack.PacketBuffer) {}
 
 // run reads the device and writes every IPv4 packet into the wire.
 func (b *tunBridge) run() {
@@ -103,12 +93,7 @@ func (b *tunBridge) run() {
 			if n < header.IPv4MinimumSize || header.IPVersion(buf[:n]) != header.IPv4Version {
 				continue
 			}
-			pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(append([]byte(nil), buf[:n]...))})
-			pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
-			var l gstack.PacketBufferList
-			l.PushBack(pkt)
-			_, _ = b.ep.WritePackets(l)
-			pkt.DecRef()
+			_ = b.ep.WriteFrame(buf[:n]) // refused frames are counted by the wire
 		}
 	}()
 }
@@ -120,7 +105,7 @@ func (linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn, 
 	}
 	cfg.Seed = spec.Seed
 	cfg.AtoB.TxRing, cfg.BtoA.TxRing = 0, 0
-	w, err := wire.New(tcpip.NewStdClock(), cfg)
+	w, err := wire.NewRealTime(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +140,7 @@ func (linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn, 
 			}
 		}
 		b := &tunBridge{dev: d, ep: ep}
-		ep.Attach(b)
+		ep.AttachSink(b)
 		b.run()
 		cleanup = append(cleanup, func() { d.Close(); b.wg.Wait() })
 		return ns, nil

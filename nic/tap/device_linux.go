@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/netramp/netramp/nic/netns"
 	"golang.org/x/sys/unix"
@@ -123,7 +124,8 @@ func (d *Device) Read(b []byte) (int, error) { return d.f.Read(b) }
 // Write writes one frame (with its virtio-net header, if any).
 func (d *Device) Write(b []byte) (int, error) { return d.f.Write(b) }
 
-// Writev writes one frame gathered from bufs.
+// Writev writes one frame gathered from bufs, waiting in Go's poller while
+// the device is full. Endpoint does not use it: its writes are bounded.
 func (d *Device) Writev(bufs [][]byte) (int, error) {
 	rc, err := d.f.SyscallConn()
 	if err != nil {
@@ -139,6 +141,41 @@ func (d *Device) Writev(bufs [][]byte) (int, error) {
 		return n, err
 	}
 	return n, werr
+}
+
+// tryWritev makes one non-blocking write of a frame gathered from bufs; a
+// full device returns unix.EAGAIN at once instead of parking the caller.
+func (d *Device) tryWritev(bufs [][]byte) (int, error) {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		n, werr = unix.Writev(int(fd), bufs)
+		return true
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, werr
+}
+
+// waitWritable reports, within writableWait, whether the device has room
+// for a write; it returns an error once the device is closed.
+func (d *Device) waitWritable() (bool, error) {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	ok := false
+	err = rc.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, perr := unix.Poll(pfd, int(writableWait/time.Millisecond))
+		ok = perr == nil && n == 1 && pfd[0].Revents&unix.POLLOUT != 0
+	})
+	return ok, err
 }
 
 // Close closes the file; a non-persistent device disappears with it.

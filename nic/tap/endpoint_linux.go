@@ -8,9 +8,11 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic"
+	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -32,6 +34,7 @@ type Options struct {
 type Counters struct {
 	RxFrames, RxBytes, RxDrops, RxGSO *counters.Counter
 	TxFrames, TxBytes, TxDrops        *counters.Counter
+	TxRetries, TxFull, TxErrors       *counters.Counter
 }
 
 func newCounters(r *counters.Registry) *Counters {
@@ -39,13 +42,16 @@ func newCounters(r *counters.Registry) *Counters {
 		r = counters.NewRegistry()
 	}
 	return &Counters{
-		RxFrames: r.MustRegister("nic.tap.rx.frames", "frames delivered from a TAP device to the stack"),
-		RxBytes:  r.MustRegister("nic.tap.rx.bytes", "bytes delivered from a TAP device to the stack, link header included"),
-		RxDrops:  r.MustRegister("nic.tap.rx.drops", "frames read from a TAP device and dropped: malformed, unknown type or no stack attached"),
-		RxGSO:    r.MustRegister("nic.tap.rx.gso", "GSO frames read from a TAP device and split into wire-size frames"),
-		TxFrames: r.MustRegister("nic.tap.tx.frames", "frames written to a TAP device"),
-		TxBytes:  r.MustRegister("nic.tap.tx.bytes", "bytes written to a TAP device, link header included"),
-		TxDrops:  r.MustRegister("nic.tap.tx.drops", "frames the stack sent that a TAP device refused"),
+		RxFrames:  r.MustRegister("nic.tap.rx.frames", "frames delivered from a TAP device to the stack"),
+		RxBytes:   r.MustRegister("nic.tap.rx.bytes", "bytes delivered from a TAP device to the stack, link header included"),
+		RxDrops:   r.MustRegister("nic.tap.rx.drops", "frames read from a TAP device and dropped: malformed, unknown type or no stack attached"),
+		RxGSO:     r.MustRegister("nic.tap.rx.gso", "GSO frames read from a TAP device and split into wire-size frames"),
+		TxFrames:  r.MustRegister("nic.tap.tx.frames", "frames written to a TAP device"),
+		TxBytes:   r.MustRegister("nic.tap.tx.bytes", "bytes written to a TAP device, link header included"),
+		TxDrops:   r.MustRegister("nic.tap.tx.drops", "frames the stack sent that a TAP device refused"),
+		TxRetries: r.MustRegister("nic.tap.tx.retries", "writes to a TAP device retried after EAGAIN within the batch's budget"),
+		TxFull:    r.MustRegister("nic.tap.tx.drops.full", "frames dropped because a TAP device stayed full (EAGAIN) past the retry budget"),
+		TxErrors:  r.MustRegister("nic.tap.tx.errors", "frames dropped because a TAP device write failed with an error other than EAGAIN"),
 	}
 }
 
@@ -68,6 +74,7 @@ type Endpoint struct {
 	onClose  func()
 	readErr  error
 	hdrSpace [VnetHdrLen]byte // an all-zero virtio-net header for writes
+	tx       txPath
 }
 
 var _ stack.LinkEndpoint = (*Endpoint)(nil)
@@ -82,6 +89,7 @@ func New(dev *Device, o Options) (*Endpoint, error) {
 		mtu = 1500
 	}
 	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
+	e.tx = txPath{writev: dev.tryWritev, sleep: time.Sleep, waitWritable: dev.waitWritable}
 	if !e.tun {
 		if len(o.MAC) != 6 {
 			return nil, fmt.Errorf("%w: TAP endpoint needs a 6-byte MAC, got %q", ErrBadConfig, o.MAC)
@@ -231,10 +239,15 @@ func (e *Endpoint) Err() error {
 	}
 }
 
-// WritePackets implements stack.LinkWriter. A frame the device refuses is
-// dropped and counted; the stack's TCP recovers it as a loss.
+// WritePackets implements stack.LinkWriter. A write the device refuses for
+// want of room (EAGAIN) is retried in txRetryStep sleeps within
+// TxRetryBudget shared by the whole batch, then dropped and counted, and the
+// endpoint's credit reads zero until the device is writable again; any other
+// error drops the frame and is counted. No frame waits without bound, so no
+// small frame queues behind a stalled device (seed 003).
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
-	n := 0
+	n, dropped := 0, 0
+	var spent time.Duration
 	var bufs [][]byte
 	for _, pkt := range pkts.AsSlice() {
 		bufs = bufs[:0]
@@ -242,19 +255,51 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 			bufs = append(bufs, e.hdrSpace[:])
 		}
 		bufs = append(bufs, pkt.AsSlices()...)
-		w, err := e.dev.Writev(bufs)
+		w, err := e.writeOne(bufs, &spent)
 		if err != nil {
 			e.c.TxDrops.Inc()
 			if errors.Is(err, os.ErrClosed) {
 				return n, &tcpip.ErrClosedForSend{}
 			}
+			dropped++
 			continue
 		}
 		n++
 		e.c.TxFrames.Inc()
 		e.c.TxBytes.Add(uint64(w - e.dev.HeaderLen()))
 	}
+	if dropped > 0 && n == 0 {
+		return 0, &tcpip.ErrNoBufferSpace{}
+	}
 	return n, nil
+}
+
+// writeOne makes one attempt at a frame and, on EAGAIN, retries while the
+// batch's budget *spent lasts. The budget is charged per step slept rather
+// than by the clock, so a test's injected sleep makes it exact.
+func (e *Endpoint) writeOne(bufs [][]byte, spent *time.Duration) (int, error) {
+	for {
+		w, err := e.tx.writev(bufs)
+		if err == nil {
+			e.tx.full.Store(false)
+			return w, nil
+		}
+		if !errors.Is(err, unix.EAGAIN) {
+			if !errors.Is(err, os.ErrClosed) {
+				e.c.TxErrors.Inc()
+			}
+			return 0, err
+		}
+		if *spent >= TxRetryBudget {
+			e.c.TxFull.Inc()
+			e.tx.full.Store(true)
+			return 0, err
+		}
+		step := min(txRetryStep, TxRetryBudget-*spent)
+		e.c.TxRetries.Inc()
+		e.tx.sleep(step)
+		*spent += step
+	}
 }
 
 // readLoop reads frames until the device is closed.

@@ -20,6 +20,7 @@ type Endpoint struct {
 
 	mu       sync.RWMutex
 	disp     stack.NetworkDispatcher
+	sink     FrameSink
 	mtu      uint32
 	linkAddr tcpip.LinkAddress
 	closed   bool
@@ -34,13 +35,58 @@ var (
 // Side reports which end of the wire this is.
 func (e *Endpoint) Side() Side { return e.side }
 
-func (e *Endpoint) dispatcher() stack.NetworkDispatcher {
+// FrameSink takes frames a wire delivers as bare IP packets, without a
+// packet buffer: a bridge to a TUN device writes them on. The bytes are
+// valid only during the call.
+type FrameSink interface {
+	DeliverFrame(frame []byte)
+}
+
+// AttachSink makes s, instead of a stack's dispatcher, receive the frames
+// delivered to this endpoint; nil detaches it.
+func (e *Endpoint) AttachSink(s FrameSink) {
+	e.mu.Lock()
+	e.sink = s
+	e.mu.Unlock()
+}
+
+// receivers returns what frames are delivered to: a sink, else a
+// dispatcher; both nil if neither is attached or the endpoint is closed.
+func (e *Endpoint) receivers() (stack.NetworkDispatcher, FrameSink) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
-		return nil
+		return nil, nil
 	}
-	return e.disp
+	return e.disp, e.sink
+}
+
+// WriteFrame sends one bare IP packet (a frame read from a TUN device) into
+// the wire, copying it, exactly as WritePackets sends a stack's packets. A
+// frame over the MTU is refused with ErrMessageTooLong, a full TX ring with
+// ErrNoBufferSpace; both are counted.
+func (e *Endpoint) WriteFrame(b []byte) tcpip.Error {
+	e.mu.RLock()
+	closed, mtu := e.closed, e.mtu
+	e.mu.RUnlock()
+	if closed {
+		return &tcpip.ErrClosedForSend{}
+	}
+	w := e.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(b) > int(mtu) {
+		e.out.stats.DropOversize++
+		e.out.ctr.add(&e.out.ctr.dropOversize, 1)
+		return &tcpip.ErrMessageTooLong{}
+	}
+	frame := w.getBufLocked(len(b))
+	copy(frame, b)
+	if !e.out.writeLocked(frame, w.now()) {
+		w.putBufLocked(frame)
+		return &tcpip.ErrNoBufferSpace{}
+	}
+	return nil
 }
 
 // WritePackets copies each packet's bytes (the stack reuses its buffers) and
@@ -68,13 +114,16 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 			}
 			return n, nil
 		}
-		frame := flatten(pkt)
+		frame := w.flattenLocked(pkt)
 		if !e.out.writeLocked(frame, now) {
+			w.putBufLocked(frame)
 			// Count the rest as refused too: the caller sees one error.
 			for _, rest := range pkts.AsSlice()[n+1:] {
 				e.out.stats.DropRing++
 				e.out.ctr.add(&e.out.ctr.dropRing, 1)
-				w.traceLocked(now, e.out, TraceRefuse, flatten(rest))
+				f := w.flattenLocked(rest)
+				w.traceLocked(now, e.out, TraceRefuse, f)
+				w.putBufLocked(f)
 			}
 			return n, &tcpip.ErrNoBufferSpace{}
 		}
@@ -83,8 +132,9 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 	return n, nil
 }
 
-func flatten(pkt *stack.PacketBuffer) []byte {
-	b := make([]byte, 0, pkt.Size())
+// flattenLocked copies a packet into a (recycled) frame buffer.
+func (w *Wire) flattenLocked(pkt *stack.PacketBuffer) []byte {
+	b := w.getBufLocked(pkt.Size())[:0]
 	for _, s := range pkt.AsSlices() {
 		b = append(b, s...)
 	}

@@ -25,6 +25,9 @@ type DirStats struct {
 	AcksCoalesced                   uint64 // held ACKs superseded by a newer one of their flow (AckAggCoalesce)
 	QueueHighBytes                  uint64 // bottleneck queue high-water mark, bytes (with Ethernet overhead)
 	QueueHighFrames                 uint64 // bottleneck queue high-water mark, frames
+	// Lateness is how late frames were handed to the far end against their
+	// schedule (real-time wires only; zero in virtual time).
+	Lateness Lateness
 }
 
 // dirCounters mirrors DirStats into a counters.Registry once registered.

@@ -52,24 +52,29 @@ type Wire struct {
 	start tcpip.MonotonicTime
 	mtu   uint32
 
-	mu     sync.Mutex
-	dirs   [2]*direction // a2b, b2a
-	eps    [2]*Endpoint
-	events eventHeap
-	seq    uint64
-	timer  tcpip.Timer
-	armed  bool
-	armAt  time.Duration
-	inFire bool // fire is running its loop: it arms the timer once at the end
-	trace  hash.Hash
-	hook   func(TraceEvent)
-	pcaps  [2]*pcapWriter
+	mu       sync.Mutex
+	dirs     [2]*direction // a2b, b2a
+	eps      [2]*Endpoint
+	events   eventHeap
+	seq      uint64
+	timer    tcpip.Timer
+	armed    bool
+	armAt    time.Duration
+	inFire   bool // fire is running its loop: it arms the timer once at the end
+	trace    hash.Hash
+	traceHdr [14]byte
+	hook     func(TraceEvent)
+	pcaps    [2]*pcapWriter
 
 	// The out queue: deliveries and credit waiters in the order the events
 	// produced them, run by one goroutine at a time (runOutLocked).
 	outq     []work
 	outHead  int
 	draining bool
+
+	rt      *releaser // nil in virtual time
+	freeEvs []*event  // recycled events
+	bufs    [][]byte  // recycled frame buffers of MTU capacity
 }
 
 // New builds a wire on clk. It returns an error wrapping ErrBadConfig,
@@ -113,6 +118,9 @@ func (w *Wire) Close() {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
+	if w.rt != nil {
+		w.rt.close()
+	}
 	w.armed = false
 	for _, d := range w.dirs {
 		d.held = nil
@@ -131,6 +139,13 @@ func (w *Wire) B() *Endpoint { return w.eps[1] }
 func (w *Wire) Stats() (aToB, bToA DirStats) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, d := range w.dirs {
+		d.stats.Lateness = d.late.summary()
+		if w.rt != nil {
+			d.stats.Lateness.SchedFIFO = w.rt.fifo
+			d.stats.Lateness.Spins = w.rt.spins
+		}
+	}
 	return w.dirs[0].stats, w.dirs[1].stats
 }
 
@@ -179,6 +194,38 @@ func (h *eventHeap) Pop() any {
 	return e
 }
 
+// eventLocked returns a recycled event set to the given fields: the
+// per-frame path allocates no event.
+func (w *Wire) eventLocked(at time.Duration, kind eventKind, d *direction, frame []byte) *event {
+	var ev *event
+	if n := len(w.freeEvs); n > 0 {
+		ev = w.freeEvs[n-1]
+		w.freeEvs = w.freeEvs[:n-1]
+	} else {
+		ev = new(event)
+	}
+	*ev = event{at: at, kind: kind, dir: d, frame: frame}
+	return ev
+}
+
+// getBufLocked returns a buffer of length n, recycled when n fits the MTU.
+func (w *Wire) getBufLocked(n int) []byte {
+	if k := len(w.bufs); k > 0 && n <= int(w.mtu) {
+		b := w.bufs[k-1]
+		w.bufs = w.bufs[:k-1]
+		return b[:n]
+	}
+	return make([]byte, n, max(n, int(w.mtu)))
+}
+
+// putBufLocked recycles a frame the wire is done with (delivered or
+// dropped); nothing may hold it afterwards.
+func (w *Wire) putBufLocked(b []byte) {
+	if cap(b) >= int(w.mtu) && len(w.bufs) < 1<<13 {
+		w.bufs = append(w.bufs, b[:0])
+	}
+}
+
 // pushLocked queues ev and makes sure the clock will call fire by its time.
 func (w *Wire) pushLocked(ev *event, now time.Duration) {
 	ev.seq = w.seq
@@ -190,6 +237,11 @@ func (w *Wire) pushLocked(ev *event, now time.Duration) {
 }
 
 func (w *Wire) armLocked(at, now time.Duration) {
+	if w.rt != nil {
+		w.armed, w.armAt = true, at
+		w.rt.poke()
+		return
+	}
 	d := at - now
 	if d < 0 {
 		d = 0
@@ -232,6 +284,8 @@ func (w *Wire) fire() {
 		case evDeliver:
 			w.outq = append(w.outq, work{dir: d, frame: ev.frame, at: ev.at})
 		}
+		*ev = event{}
+		w.freeEvs = append(w.freeEvs, ev)
 	}
 	for _, f := range waiters {
 		w.outq = append(w.outq, work{f: f})
@@ -285,12 +339,16 @@ func (w *Wire) runOutLocked() {
 // direction.
 func (w *Wire) deliverLocked(it work) {
 	d := it.dir
-	disp := d.to.dispatcher()
-	if disp == nil {
+	disp, sink := d.to.receivers()
+	if disp == nil && sink == nil {
 		d.stats.DropDetached++
 		d.ctr.add(&d.ctr.dropDetached, 1)
 		w.traceLocked(it.at, d, TraceDropDetached, it.frame)
+		w.putBufLocked(it.frame)
 		return
+	}
+	if w.rt != nil {
+		d.late.record(w.now() - it.at)
 	}
 	d.stats.DeliveredFrames++
 	d.stats.DeliveredBytes += uint64(len(it.frame))
@@ -300,9 +358,13 @@ func (w *Wire) deliverLocked(it work) {
 	w.pcapLocked(d.to.side, it.frame)
 	w.mu.Unlock()
 
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(it.frame)})
-	disp.DeliverNetworkPacket(networkProtocol(it.frame), pkt)
-	pkt.DecRef()
+	if sink != nil {
+		sink.DeliverFrame(it.frame)
+	} else {
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(it.frame)})
+		disp.DeliverNetworkPacket(networkProtocol(it.frame), pkt)
+		pkt.DecRef()
+	}
 
 	w.mu.Lock()
 	if r := d.reverse; r.cfg.AckAggSegments > 0 && classify(it.frame).data {
@@ -314,6 +376,7 @@ func (w *Wire) deliverLocked(it work) {
 			}
 		}
 	}
+	w.putBufLocked(it.frame)
 }
 
 func networkProtocol(b []byte) tcpip.NetworkProtocolNumber {
@@ -406,6 +469,7 @@ type direction struct {
 
 	stats DirStats
 	ctr   dirCounters
+	late  latHist // real time: how late each frame was handed over
 }
 
 type queued struct {
@@ -486,14 +550,14 @@ func (d *direction) writeLocked(frame []byte, now time.Duration) bool {
 		if d.cfg.TxRing > 0 {
 			d.ringUsed++
 		}
-		w.pushLocked(&event{at: d.cardBusy, kind: evCardDone, dir: d, frame: frame}, now)
+		w.pushLocked(w.eventLocked(d.cardBusy, evCardDone, d, frame), now)
 		return true
 	}
 	if d.cfg.TxRing > 0 {
 		// A card with no line rate of its own still holds the slot until
 		// the clock next runs, so a burst larger than the ring is refused.
 		d.ringUsed++
-		w.pushLocked(&event{at: now, kind: evSlotFree, dir: d}, now)
+		w.pushLocked(w.eventLocked(now, evSlotFree, d, nil), now)
 	}
 	d.admitLocked(frame, now)
 	return true
@@ -509,7 +573,9 @@ func (d *direction) admitLocked(frame []byte, t time.Duration) {
 			d.ctr.add(&d.ctr.acksHeld, 1)
 			if len(d.held) == 1 && d.cfg.AckAggHold > 0 {
 				d.holdGen++
-				d.w.pushLocked(&event{at: t + d.cfg.AckAggHold, kind: evHoldExpire, dir: d, gen: d.holdGen}, t)
+				ev := d.w.eventLocked(t+d.cfg.AckAggHold, evHoldExpire, d, nil)
+				ev.gen = d.holdGen
+				d.w.pushLocked(ev, t)
 			}
 			return
 		}
@@ -530,7 +596,7 @@ func (d *direction) releaseLocked(t time.Duration) {
 	d.ctr.add(&d.ctr.ackReleases, 1)
 	if d.cfg.AckAggCoalesce {
 		before := len(held)
-		held, d.flowKeys = coalesce(held, d.flowKeys)
+		held, d.flowKeys = coalesce(held, d.flowKeys, d.w.putBufLocked)
 		n := uint64(before - len(held))
 		d.stats.AcksCoalesced += n
 		d.ctr.add(&d.ctr.acksCoalesced, n)
@@ -575,8 +641,8 @@ func flowOf(f []byte) flowKey {
 // cumulative ACK supersedes the earlier ones of its connection. Frames whose
 // flow cannot be read are all kept. keys is scratch space, returned for
 // reuse; a group is a few dozen ACKs, so the pairwise scan allocates nothing
-// and costs less than a map.
-func coalesce(held [][]byte, keys []flowKey) ([][]byte, []flowKey) {
+// and costs less than a map. drop is given each superseded frame.
+func coalesce(held [][]byte, keys []flowKey, drop func([]byte)) ([][]byte, []flowKey) {
 	keys = keys[:0]
 	for _, f := range held {
 		keys = append(keys, flowOf(f))
@@ -592,7 +658,9 @@ func coalesce(held [][]byte, keys []flowKey) ([][]byte, []flowKey) {
 				}
 			}
 		}
-		if !superseded {
+		if superseded {
+			drop(f)
+		} else {
 			out = append(out, f)
 		}
 	}
@@ -627,6 +695,7 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 		d.stats.DropQueue++
 		d.ctr.add(&d.ctr.dropQueue, 1)
 		w.traceLocked(t, d, TraceDropQueue, frame)
+		w.putBufLocked(frame)
 		return
 	}
 	dep := t
@@ -656,12 +725,14 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 		d.stats.DropBlackout++
 		d.ctr.add(&d.ctr.dropBlackout, 1)
 		w.traceLocked(t, d, TraceDropBlackout, frame)
+		w.putBufLocked(frame)
 		return
 	}
 	if d.cfg.Loss > 0 && d.rng.Float64() < d.cfg.Loss {
 		d.stats.DropLoss++
 		d.ctr.add(&d.ctr.dropLoss, 1)
 		w.traceLocked(t, d, TraceDropLoss, frame)
+		w.putBufLocked(frame)
 		return
 	}
 	if g := d.cfg.Burst; g != nil {
@@ -679,11 +750,14 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 			d.stats.DropBurst++
 			d.ctr.add(&d.ctr.dropBurst, 1)
 			w.traceLocked(t, d, TraceDropBurst, frame)
+			w.putBufLocked(frame)
 			return
 		}
 	}
 	if d.cfg.Corrupt > 0 && d.rng.Float64() < d.cfg.Corrupt {
-		frame = d.corrupt(frame)
+		c := d.corrupt(frame)
+		w.putBufLocked(frame)
+		frame = c
 		d.stats.Corrupted++
 		d.ctr.add(&d.ctr.corrupted, 1)
 	}
@@ -698,11 +772,13 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 	if arr > d.lastArrival {
 		d.lastArrival = arr
 	}
-	w.pushLocked(&event{at: arr, kind: evDeliver, dir: d, frame: frame}, t)
+	w.pushLocked(w.eventLocked(arr, evDeliver, d, frame), t)
 	if dup {
 		d.stats.Duplicated++
 		d.ctr.add(&d.ctr.duplicated, 1)
-		w.pushLocked(&event{at: arr, kind: evDeliver, dir: d, frame: append([]byte(nil), frame...)}, t)
+		c := w.getBufLocked(len(frame))
+		copy(c, frame)
+		w.pushLocked(w.eventLocked(arr, evDeliver, d, c), t)
 	}
 }
 
@@ -711,7 +787,8 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 // the TCP, UDP or IP checksum catches it: a single changed byte always
 // changes a ones'-complement sum (RFC 1071).
 func (d *direction) corrupt(frame []byte) []byte {
-	c := append([]byte(nil), frame...)
+	c := d.w.getBufLocked(len(frame))
+	copy(c, frame)
 	lo := 1
 	if len(c) > 0 {
 		switch c[0] >> 4 {
@@ -790,13 +867,13 @@ func (w *Wire) TraceHash() [32]byte {
 }
 
 func (w *Wire) traceLocked(t time.Duration, d *direction, k TraceKind, frame []byte) {
-	var hdr [14]byte
-	binary.BigEndian.PutUint64(hdr[0:], uint64(t))
-	hdr[8] = byte(d.idx)
-	hdr[9] = byte(k)
-	binary.BigEndian.PutUint32(hdr[10:], uint32(len(frame)))
 	if w.trace != nil {
-		w.trace.Write(hdr[:])
+		hdr := w.traceHdr[:] // a field, not a local: a local would escape to the heap per frame
+		binary.BigEndian.PutUint64(hdr[0:], uint64(t))
+		hdr[8] = byte(d.idx)
+		hdr[9] = byte(k)
+		binary.BigEndian.PutUint32(hdr[10:], uint32(len(frame)))
+		w.trace.Write(hdr)
 		if k != TraceSend {
 			w.trace.Write(frame)
 		}

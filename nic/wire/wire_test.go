@@ -675,7 +675,7 @@ func TestAckCoalescingKeepsOneAckPerFlow(t *testing.T) {
 	b := ack(2)
 	other := ack(3)
 	other[header.IPv4MinimumSize+1]++ // another source port: another flow
-	got, _ := coalesce([][]byte{a, other, b}, nil)
+	got, _ := coalesce([][]byte{a, other, b}, nil, func([]byte) {})
 	if len(got) != 2 || segID(got[0]) != 3 || segID(got[1]) != 2 {
 		t.Fatalf("coalesce kept %d frames, want the other flow's ACK then the newest of the first", len(got))
 	}

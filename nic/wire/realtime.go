@@ -1,0 +1,148 @@
+package wire
+
+import (
+	"runtime"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+)
+
+// Real-time release: the wire's events run on one dedicated goroutine locked
+// to its OS thread. It waits on a Go timer until shortly before the next
+// event, sleeps precisely (nanosleep with 1 ns timer slack on Linux) until
+// rtSpin before it, spins the rest, and then runs every event due in one
+// batch. Go's own timers wake about a millisecond late on a loaded host,
+// which would swamp a 2 ms RTT; this thread is late by microseconds.
+const (
+	rtSpin      = 20 * time.Microsecond  // spun, not slept, before each deadline
+	rtNapMax    = 100 * time.Microsecond // longest precise sleep between checks for an earlier event
+	rtTimerLead = time.Millisecond       // a Go timer wakes this long before the deadline
+)
+
+// releaser is a real-time wire's releasing thread.
+type releaser struct {
+	wake  chan struct{} // an event earlier than the one waited for was armed
+	stop  chan struct{}
+	done  chan struct{}
+	timer *time.Timer
+	fifo  bool // set by the thread itself before its first event
+	spins uint64
+}
+
+// NewRealTime builds a wire whose events run on the wall clock, released by
+// a dedicated thread (see releaser), so that frames from the Linux kernel
+// (through a TUN device, Endpoint.WriteFrame and AttachSink) and from stacks
+// in this process cross the same Config, presets, queue defaults and ACK
+// aggregation as in virtual time. Stats report each direction's lateness:
+// how late each frame was handed over against its schedule. Close stops the
+// thread.
+func NewRealTime(cfg Config) (*Wire, error) {
+	w, err := New(tcpip.NewStdClock(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.rt = &releaser{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.release()
+	return w, nil
+}
+
+// RealTime reports whether the wire runs on its real-time releaser.
+func (w *Wire) RealTime() bool { return w.rt != nil }
+
+func (r *releaser) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *releaser) close() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+}
+
+// release is the releasing thread: wait for the armed time, run fire.
+func (w *Wire) release() {
+	r := w.rt
+	defer close(r.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fifo := setupReleaser()
+	w.mu.Lock()
+	r.fifo = fifo
+	w.mu.Unlock()
+	r.timer = time.NewTimer(time.Hour)
+	r.timer.Stop()
+	for {
+		w.mu.Lock()
+		armed, at := w.armed, w.armAt
+		w.mu.Unlock()
+		if !armed {
+			select {
+			case <-r.wake:
+				continue
+			case <-r.stop:
+				return
+			}
+		}
+		switch w.waitUntil(at) {
+		case waitStop:
+			return
+		case waitRearmed:
+			continue
+		}
+		w.fire()
+	}
+}
+
+type waitResult uint8
+
+const (
+	waitDue waitResult = iota
+	waitRearmed
+	waitStop
+)
+
+// waitUntil waits for wire time at: on a Go timer while it is far, in short
+// precise sleeps as it nears, spinning for the last rtSpin. An earlier event
+// armed meanwhile ends the wait (waitRearmed) so the caller re-reads it.
+func (w *Wire) waitUntil(at time.Duration) waitResult {
+	r := w.rt
+	for {
+		select {
+		case <-r.stop:
+			return waitStop
+		case <-r.wake:
+			return waitRearmed
+		default:
+		}
+		d := at - w.now()
+		switch {
+		case d <= 0:
+			return waitDue
+		case d > rtTimerLead+rtNapMax:
+			r.timer.Reset(d - rtTimerLead)
+			select {
+			case <-r.timer.C:
+			case <-r.wake:
+				r.timer.Stop()
+				return waitRearmed
+			case <-r.stop:
+				r.timer.Stop()
+				return waitStop
+			}
+		case d > rtSpin:
+			preciseSleep(min(d-rtSpin, rtNapMax))
+		default:
+			w.mu.Lock()
+			r.spins++
+			w.mu.Unlock()
+			for w.now() < at {
+			}
+			return waitDue
+		}
+	}
+}
