@@ -1,187 +1,16 @@
+// The send opportunity: what may be sent now (window, cwnd, PRR, pacing, the
+// card's credit) and why sending stopped.
+
 package tcp
 
 import (
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 
 	"github.com/netramp/netramp/cc"
-	"github.com/netramp/netramp/tcp/internal/reasm"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 )
-
-// bufferBuilder gathers payload parts into one gVisor buffer.
-type bufferBuilder struct{ b buffer.Buffer }
-
-func (bb *bufferBuilder) add(p []byte) {
-	if len(p) > 0 {
-		_ = bb.b.Append(buffer.NewViewWithData(p))
-	}
-}
-
-// tsVal is our timestamp clock (RFC 7323 §5.4): milliseconds plus the
-// connection's offset.
-func (e *endpoint) tsVal() uint32 { return e.tsAt(e.now()) }
-
-// tsAt is the timestamp clock at a time already read (a segment's arrival),
-// sparing a second clock read on the per-segment path.
-func (e *endpoint) tsAt(now time.Duration) uint32 { return uint32(now/time.Millisecond) + e.tsOffset }
-
-// synOptions encodes the options of our SYN or SYN-ACK: MSS always; window
-// scale, timestamps and SACK-permitted as offered (SYN) or agreed (SYN-ACK).
-func (e *endpoint) synOptions(dst []byte, synAck bool) []byte {
-	b := dst[:40]
-	n := header.EncodeMSSOption(uint32(e.ourMSS()), b)
-	offerWS := !e.p.opts.NoWindowScale && !e.cookie
-	offerTS := !e.p.opts.NoTimestamps && !e.cookie
-	offerSACK := !e.p.opts.NoSACK && !e.cookie
-	if synAck {
-		offerWS, offerTS, offerSACK = e.wsOK, e.tsOK, e.sackOK
-	}
-	if offerWS {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeWSOption(int(e.rcvWS), b[n:])
-	}
-	if offerSACK && !offerTS {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeSACKPermittedOption(b[n:])
-	}
-	if offerTS {
-		if offerSACK {
-			n += header.EncodeSACKPermittedOption(b[n:])
-		} else {
-			n += header.EncodeNOP(b[n:])
-			n += header.EncodeNOP(b[n:])
-		}
-		n += header.EncodeTSOption(e.tsVal(), e.tsRecent, b[n:])
-	}
-	n += header.AddTCPOptionPadding(b, n)
-	return b[:n]
-}
-
-// ourMSS is the MSS we announce: the route's MTU less the TCP header.
-func (e *endpoint) ourMSS() int {
-	m := 536
-	if e.route != nil {
-		m = int(e.route.MTU()) - header.TCPMinimumSize
-	}
-	if m > 0xffff {
-		m = 0xffff
-	}
-	if m < header.TCPMinimumSendMSS {
-		m = header.TCPMinimumSendMSS
-	}
-	return m
-}
-
-// sackBlocksWanted is how many SACK blocks (D-SACK first) a segment would
-// carry now, before any size budget.
-func (e *endpoint) sackBlocksWanted() int {
-	if !e.sackOK || e.ooo == nil {
-		return 0
-	}
-	k := e.ooo.Ranges()
-	if e.dsack != nil {
-		k++
-	}
-	return k
-}
-
-// optionBytes is the TCP option length of a data segment sent now: the
-// timestamp option and as many SACK blocks as the 40 option bytes hold.
-func (e *endpoint) optionBytes() int {
-	n := 0
-	if e.tsOK {
-		n = 12
-	}
-	if k := min(e.sackBlocksWanted(), (40-n-4)/8); k > 0 {
-		n += 4 + 8*k
-	}
-	return n
-}
-
-// dataOptions encodes timestamps and SACK blocks for a non-SYN segment,
-// within budget option bytes: a segment's options and payload together never
-// exceed the MSS (RFC 9293 §3.7.1), so it is never IP-fragmented.
-func (e *endpoint) dataOptions(dst []byte, withSACK bool, budget int) []byte {
-	b := dst[:40]
-	n := 0
-	if e.tsOK {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeTSOption(e.tsVal(), e.tsRecent, b[n:])
-	}
-	if withSACK && e.sackOK && (e.dsack != nil || !e.ooo.Empty()) {
-		var blocks [4]header.SACKBlock
-		k := 0
-		if e.dsack != nil {
-			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, e.dsack.Start)), End: seqnum.Value(wire(e.irs, e.dsack.End))}
-			k++
-		}
-		if cap(e.sackBlocks) < 4 {
-			e.sackBlocks = make([]reasm.Range, 0, 4)
-		}
-		e.sackBlocks = e.ooo.Blocks(e.sackBlocks[:0:4])
-		for _, r := range e.sackBlocks {
-			if k == len(blocks) {
-				break
-			}
-			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, r.Start)), End: seqnum.Value(wire(e.irs, r.End))}
-			k++
-		}
-		max := (min(40, budget) - n - 4) / 8
-		if k > max {
-			k = max
-		}
-		if k > 0 {
-			n += header.EncodeNOP(b[n:])
-			n += header.EncodeNOP(b[n:])
-			n += header.EncodeSACKBlocks(blocks[:k], b[n:])
-		}
-	}
-	return b[:n]
-}
-
-// rcvWindow returns the window field to send and moves the advertised right
-// edge, which never moves left (RFC 9293 §3.8.6.2.1 forbids shrinking) and
-// moves right only by at least min(buffer/2, MSS) (receiver SWS avoidance,
-// §3.8.6.2.2).
-func (e *endpoint) rcvWindow() uint16 {
-	free := e.rcvBuf - e.rcvLen
-	if free < 0 {
-		free = 0
-	}
-	maxWnd := 0xffff << e.rcvWS
-	if free > maxWnd {
-		free = maxWnd
-	}
-	right := e.rcvNxt + uint64(free)
-	step := uint64(e.rcvBuf / 2)
-	if m := uint64(e.ourMSS()); m < step {
-		step = m
-	}
-	if right > e.rcvPromise && (right-e.rcvPromise >= step || e.rcvPromise <= e.rcvNxt+step) {
-		e.rcvPromise = right
-	}
-	if e.rcvPromise < e.rcvNxt {
-		e.rcvPromise = e.rcvNxt
-	}
-	// Scaling rounds the window up, so the edge on the wire may pass the
-	// promise by less than one scale unit; the ring keeps that much spare.
-	// The promise, not the rounded edge, is what the next window grows from.
-	wnd := e.rcvPromise - e.rcvNxt
-	scaled := (wnd + (1 << e.rcvWS) - 1) >> e.rcvWS
-	if scaled > 0xffff {
-		scaled = 0xffff
-	}
-	if edge := e.rcvNxt + scaled<<e.rcvWS; edge > e.rcvAdv {
-		e.rcvAdv = edge
-	}
-	return uint16(scaled)
-}
 
 // queue adds a built segment to the outbox.
 func (e *endpoint) queue(s outSeg) {
@@ -474,15 +303,6 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	return true
 }
 
-// onPaceTimer resumes a paced sender, or one whose link refused a write.
-func (e *endpoint) onPaceTimer() {
-	e.pacingWait = false
-	e.output()
-	if e.ackNow && e.state.synchronized() {
-		e.sendAck()
-	}
-}
-
 // retransmit resends [start, end) from the send buffer.
 func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	if start < e.sndUna {
@@ -551,65 +371,4 @@ func (e *endpoint) refused(segs []outSeg) {
 		return
 	}
 	e.waitCredit()
-}
-
-// armRetransmitTimer arms the tail loss probe (RFC 8985 §7.2) after new data
-// when SACK is on and no recovery is running, else the RTO (RFC 6298 §5.1).
-func (e *endpoint) armRetransmitTimer(sentNew bool) {
-	if sentNew && e.armPTO() {
-		return
-	}
-	if !e.tRtx.armed() || sentNew && e.tlpArmed {
-		e.tlpArmed = false
-		e.tRtx.arm(e.est.RTO())
-	}
-}
-
-// armPTO arms the probe timeout if a tail loss probe is allowed: SACK on, no
-// recovery, an RTT known (RFC 8985 §7.2); the PTO never exceeds the RTO.
-func (e *endpoint) armPTO() bool {
-	if !e.sackOK || e.inRecovery || e.rtoEpisode || !e.est.HasSample() {
-		return false
-	}
-	segs := int(e.q.InFlight()) / max(e.smss, 1)
-	pto := e.q.PTO(e.est.SRTT(), segs, e.p.opts.DelayedAck)
-	if rto := e.est.RTO(); pto > rto {
-		pto = rto
-	}
-	e.tlpArmed = true
-	e.tRtx.arm(pto)
-	return true
-}
-
-// armPersist starts the zero-window probe timer (RFC 9293 §3.8.6.1) when
-// nothing is in flight to elicit a window update.
-func (e *endpoint) armPersist() {
-	if e.q.Outstanding() > 0 || e.tPersist.armed() {
-		return
-	}
-	d := e.est.RTO() << e.persistBackoff
-	if d > 60*time.Second {
-		d = 60 * time.Second
-	}
-	e.tPersist.arm(d)
-}
-
-func (e *endpoint) onPersistTimer() {
-	if !e.state.synchronized() || e.q.Outstanding() > 0 {
-		return
-	}
-	dataEnd := e.sbuf.End() + 1
-	if e.sndNxt >= dataEnd || e.sndUna+e.sndWnd > e.sndNxt {
-		e.output()
-		return
-	}
-	// Departure from RFC 9293 §3.8.6.1, which probes with a byte of new data:
-	// the probe is an ACK carrying the already-acknowledged SND.UNA-1, which
-	// the peer must answer with its window (§3.10.7.4) whatever that window
-	// is, and which puts nothing in flight. Linux probes the same way.
-	if e.persistBackoff < 8 {
-		e.persistBackoff++
-	}
-	e.sendFlags(header.TCPFlagAck, e.sndUna-1)
-	e.armPersist()
 }

@@ -1,9 +1,13 @@
+// Timers on the stack's clock: retransmission, loss probe, reordering,
+// delayed ACK, persist, keepalive, pacing, linger and TIME-WAIT.
+
 package tcp
 
 import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 // timer is one of an endpoint's timers on the stack's clock. Its callback
@@ -77,5 +81,214 @@ func (t *timer) fire() {
 func (e *endpoint) stopTimers() {
 	for _, t := range []*timer{&e.tRtx, &e.tReo, &e.tDelack, &e.tKeep, &e.tPersist, &e.tWait, &e.tPace, &e.tLinger} {
 		t.stop()
+	}
+}
+
+func (e *endpoint) onTimeWaitTimer() { e.closeLocked(nil) }
+
+func (e *endpoint) onLingerTimer() {
+	switch e.state {
+	case StateFinWait2:
+		e.closeLocked(nil)
+	case StateFinWait1, StateClosing, StateLastAck, StateEstablished, StateCloseWait:
+		e.resetLocked(&tcpip.ErrConnectionAborted{})
+	}
+}
+
+func (e *endpoint) onDelackTimer() {
+	if e.state.synchronized() && (e.ackPending > 0 || e.ackNow) {
+		e.sendAck()
+	}
+}
+
+func (e *endpoint) onReorderTimer() {
+	if !e.state.synchronized() || e.q == nil {
+		return
+	}
+	now := e.now()
+	lost, reo := e.q.DetectLoss(now, e.est.SRTT())
+	if reo > 0 {
+		e.tReo.arm(reo)
+	}
+	if lost > 0 && !e.inRecovery {
+		e.enterRecovery(now)
+	}
+	e.output()
+}
+
+// maxRTOAttempts is the RTO retransmissions without progress after which a
+// connection gives up (RFC 9293 §3.8.3's R2, about 15 minutes with backoff,
+// as Linux's tcp_retries2).
+const maxRTOAttempts = 15
+
+// maxSynRetries bounds SYN and SYN-ACK retransmissions (RFC 9293 §3.8.3 R2
+// for SYN is at least 3 minutes; 6 backed-off retries from 1 s is 127 s).
+const maxSynRetries = 6
+
+func (e *endpoint) onRetransmitTimer() {
+	now := e.now()
+	switch e.state {
+	case StateSynSent, StateSynRcvd:
+		if e.synRetries >= maxSynRetries {
+			if e.parent != nil && e.state == StateSynRcvd {
+				e.closeLocked(nil)
+				return
+			}
+			e.closeLocked(&tcpip.ErrTimeout{})
+			return
+		}
+		e.synRetries++
+		e.est.Backoff()
+		e.sendSYN()
+		e.tRtx.arm(e.est.RTO())
+		return
+	}
+	if !e.state.synchronized() || e.q == nil || e.q.Outstanding() == 0 {
+		e.tlpArmed = false
+		return
+	}
+	if e.tlpArmed {
+		e.tlpArmed = false
+		e.lossProbe(now)
+		e.tRtx.arm(e.est.RTO())
+		return
+	}
+	// The give-up budget counts only these timer retransmissions; ACK-clocked
+	// ones never spend it, and any progress refills it (onAck).
+	e.rtoAttempts++
+	if e.rtoAttempts > maxRTOAttempts || e.userTimeout > 0 && now-e.lastRecv > e.userTimeout {
+		e.p.st.giveUps.Inc()
+		e.resetLocked(&tcpip.ErrTimeout{})
+		return
+	}
+	e.p.st.rto.Inc()
+	flight := int(e.q.InFlight())
+	e.q.OnRTO(now)
+	e.ctl.OnRTO(now, flight)
+	e.est.Backoff()
+	e.rtoEpisode = true
+	e.inRecovery = false
+	e.recoverPt = e.sndNxt
+	e.undoable = true
+	e.undoRetrans = 0
+	e.retransTS = e.tsVal()
+	e.q.SetInRecovery(true)
+	e.output()
+	// output may not have resent anything (card stop); the timer stays.
+	e.tRtx.arm(e.est.RTO())
+}
+
+// lossProbe is RFC 8985 §7.3: send one new segment if the windows allow,
+// else resend the last segment, to get an ACK that reveals a tail loss.
+func (e *endpoint) lossProbe(now time.Duration) {
+	e.p.st.lossProbes.Inc()
+	dataEnd := e.sbuf.End() + 1
+	if e.sndNxt < dataEnd && e.sndNxt < e.sndUna+e.sndWnd {
+		size := min64(min64(dataEnd-e.sndNxt, uint64(e.maxPayload())), e.sndUna+e.sndWnd-e.sndNxt)
+		start := e.sndNxt
+		fin := e.finQueued && start+size == dataEnd
+		end := start + size
+		if fin {
+			end++
+		}
+		if e.q.Push(start, end, now, fin) == nil {
+			e.sndNxt = end
+			e.sndMax = max64(e.sndMax, end)
+			e.sendData(start, end, fin, nil)
+			e.ctl.OnSend(now, e.sndNxt)
+			return
+		}
+	}
+	if seg, ok := e.q.Newest(); ok {
+		e.retransmit(seg.Start, seg.End, seg.Fin, now)
+	}
+}
+
+func (e *endpoint) onKeepaliveTimer() {
+	if !e.ops.GetKeepAlive() || !e.state.synchronized() {
+		return
+	}
+	now := e.now()
+	if idle := now - e.lastRecv; idle < e.kaIdle && e.kaProbes == 0 {
+		e.tKeep.arm(e.kaIdle - idle)
+		return
+	}
+	if e.kaProbes >= e.kaCount {
+		e.resetLocked(&tcpip.ErrTimeout{})
+		return
+	}
+	e.kaProbes++
+	// RFC 9293 §3.8.4: a keepalive is a segment with SEG.SEQ = SND.NXT-1.
+	e.sendFlags(header.TCPFlagAck, e.sndNxt-1)
+	e.tKeep.arm(e.kaIntvl)
+}
+
+// armRetransmitTimer arms the tail loss probe (RFC 8985 §7.2) after new data
+// when SACK is on and no recovery is running, else the RTO (RFC 6298 §5.1).
+func (e *endpoint) armRetransmitTimer(sentNew bool) {
+	if sentNew && e.armPTO() {
+		return
+	}
+	if !e.tRtx.armed() || sentNew && e.tlpArmed {
+		e.tlpArmed = false
+		e.tRtx.arm(e.est.RTO())
+	}
+}
+
+// armPTO arms the probe timeout if a tail loss probe is allowed: SACK on, no
+// recovery, an RTT known (RFC 8985 §7.2); the PTO never exceeds the RTO.
+func (e *endpoint) armPTO() bool {
+	if !e.sackOK || e.inRecovery || e.rtoEpisode || !e.est.HasSample() {
+		return false
+	}
+	segs := int(e.q.InFlight()) / max(e.smss, 1)
+	pto := e.q.PTO(e.est.SRTT(), segs, e.p.opts.DelayedAck)
+	if rto := e.est.RTO(); pto > rto {
+		pto = rto
+	}
+	e.tlpArmed = true
+	e.tRtx.arm(pto)
+	return true
+}
+
+// armPersist starts the zero-window probe timer (RFC 9293 §3.8.6.1) when
+// nothing is in flight to elicit a window update.
+func (e *endpoint) armPersist() {
+	if e.q.Outstanding() > 0 || e.tPersist.armed() {
+		return
+	}
+	d := e.est.RTO() << e.persistBackoff
+	if d > 60*time.Second {
+		d = 60 * time.Second
+	}
+	e.tPersist.arm(d)
+}
+
+func (e *endpoint) onPersistTimer() {
+	if !e.state.synchronized() || e.q.Outstanding() > 0 {
+		return
+	}
+	dataEnd := e.sbuf.End() + 1
+	if e.sndNxt >= dataEnd || e.sndUna+e.sndWnd > e.sndNxt {
+		e.output()
+		return
+	}
+	// Departure from RFC 9293 §3.8.6.1, which probes with a byte of new data:
+	// the probe is an ACK carrying the already-acknowledged SND.UNA-1, which
+	// the peer must answer with its window (§3.10.7.4) whatever that window
+	// is, and which puts nothing in flight. Linux probes the same way.
+	if e.persistBackoff < 8 {
+		e.persistBackoff++
+	}
+	e.sendFlags(header.TCPFlagAck, e.sndUna-1)
+	e.armPersist()
+}
+
+// onPaceTimer resumes a paced sender, or one whose link refused a write.
+func (e *endpoint) onPaceTimer() {
+	e.pacingWait = false
+	e.output()
+	if e.ackNow && e.state.synchronized() {
+		e.sendAck()
 	}
 }

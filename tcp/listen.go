@@ -1,0 +1,258 @@
+// Passive open: the listener, its SYN queue, SYN cookies, and the accept
+// queue.
+
+package tcp
+
+import (
+	"sort"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/ports"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// listener holds a listening endpoint's queues.
+type listener struct {
+	backlog  int
+	accept   []*endpoint
+	synQueue int                    // children in SYN-RECEIVED
+	children map[*endpoint]struct{} // every child not yet accepted (half-open or queued)
+}
+
+// maxSynQueue bounds half-open children; beyond it SYNs are answered with
+// cookies (RFC 4987 §3.6).
+func (l *listener) maxSynQueue() int { return max(l.backlog, 8) }
+
+// Listen implements tcpip.Endpoint.
+func (e *endpoint) Listen(backlog int) tcpip.Error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state == StateListen {
+		if backlog > 0 {
+			e.lst.backlog = backlog
+		}
+		return nil
+	}
+	if e.state != StateBound {
+		return &tcpip.ErrInvalidEndpointState{}
+	}
+	if backlog <= 0 {
+		backlog = 1
+	}
+	if backlog > 4096 {
+		backlog = 4096
+	}
+	if err := e.p.s.RegisterTransportEndpoint(e.netProtos, ProtocolNumber, e.id, e, ports.Flags{}, e.bindNIC); err != nil {
+		return err
+	}
+	e.registered = true
+	e.lst = &listener{backlog: backlog, children: make(map[*endpoint]struct{})}
+	e.state = StateListen
+	return nil
+}
+
+// Accept implements tcpip.Endpoint.
+func (e *endpoint) Accept(peerAddr *tcpip.FullAddress) (tcpip.Endpoint, *waiter.Queue, tcpip.Error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != StateListen {
+		return nil, nil, &tcpip.ErrInvalidEndpointState{}
+	}
+	if len(e.lst.accept) == 0 {
+		return nil, nil, &tcpip.ErrWouldBlock{}
+	}
+	c := e.lst.accept[0]
+	copy(e.lst.accept, e.lst.accept[1:])
+	e.lst.accept[len(e.lst.accept)-1] = nil
+	e.lst.accept = e.lst.accept[:len(e.lst.accept)-1]
+	delete(e.lst.children, c)
+	if peerAddr != nil {
+		*peerAddr = tcpip.FullAddress{Addr: c.id.RemoteAddress, Port: c.id.RemotePort, NIC: c.nicID}
+	}
+	return c, c.wq, nil
+}
+
+// handleListen is RFC 9293 §3.10.7.2 (LISTEN), with the SYN queue, the
+// accept queue and SYN cookies.
+func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
+	l := e.lst
+	now := e.now()
+	switch {
+	case s.has(header.TCPFlagRst):
+		return
+	case s.has(header.TCPFlagAck) && !s.has(header.TCPFlagSyn):
+		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
+		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
+		if !ok {
+			if out, r := e.p.buildRST(id, pkt, s); out != nil {
+				e.after = append(e.after, func() { e.p.sendBuilt(r, out, true) })
+			}
+			return
+		}
+		if len(l.accept) >= l.backlog {
+			e.p.st.dropAcceptFull.Inc()
+			return
+		}
+		c := e.newChild(id, pkt, s, &header.TCPSynOptions{MSS: mss, WS: -1}, true)
+		if c == nil {
+			return
+		}
+		e.p.st.cookiesOK.Inc()
+		c.mu.Lock()
+		c.established(now)
+		c.sndWnd = uint64(s.wnd)
+		c.maxSndWnd = c.sndWnd
+		c.sndWL1, c.sndWL2 = 1, 1
+		l.accept = append(l.accept, c)
+		l.children[c] = struct{}{}
+		e.notify |= waiterReadable
+		c.handleSegment(s) // its data, if any
+		c.handOff = false
+		c.mu.Unlock()
+		e.after = append(e.after, c.flushLater)
+		return
+	case !s.has(header.TCPFlagSyn):
+		return
+	}
+	if len(l.accept) >= l.backlog {
+		e.p.st.dropAcceptFull.Inc()
+		return
+	}
+	so := header.ParseSynOptions(s.opts, false)
+	if l.synQueue >= l.maxSynQueue() {
+		e.sendCookie(id, pkt, s, &so, now)
+		return
+	}
+	c := e.newChild(id, pkt, s, &so, false)
+	if c == nil {
+		return
+	}
+	l.synQueue++
+	l.children[c] = struct{}{}
+	c.mu.Lock()
+	c.sendSYN()
+	c.mu.Unlock()
+	e.after = append(e.after, c.flushLater)
+}
+
+// flushLater writes a child's outbox once the listener's lock is released:
+// with a pipe link or local delivery the peer answers from inside the write,
+// and that answer may need the listener.
+func (e *endpoint) flushLater() {
+	e.mu.Lock()
+	e.unlock()
+}
+
+// sendCookie answers a SYN statelessly with a SYN-ACK whose sequence number
+// is a cookie (RFC 4987 §3.6). Only the MSS survives, so the cookie SYN-ACK
+// offers no window scale, timestamps or SACK.
+func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so *header.TCPSynOptions, now time.Duration) {
+	net := pkt.Network()
+	r, err := e.p.s.FindRoute(pkt.NICID, net.DestinationAddress(), net.SourceAddress(), pkt.NetworkProtocolNumber, false)
+	if err != nil {
+		return
+	}
+	mss := so.MSS
+	if m := uint16(min(int(r.MTU())-header.TCPMinimumSize, 0xffff)); mss > m {
+		mss = m
+	}
+	cookie := e.p.jar.Make(tupleOf(id), s.seq, mss, now)
+	var ob [8]byte
+	n := header.EncodeMSSOption(uint32(int(r.MTU())-header.TCPMinimumSize), ob[:])
+	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, 0xffff, ob[:n], nil, nil)
+	e.after = append(e.after, func() {
+		if e.p.write(r, out) == nil {
+			e.p.st.cookiesSent.Inc()
+		}
+		out.DecRef()
+		r.Release()
+	})
+}
+
+// newChild makes the endpoint of a passive open and registers its 4-tuple.
+func (e *endpoint) newChild(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so *header.TCPSynOptions, cookie bool) *endpoint {
+	c := e.p.newEndpoint(e.netProto, &waiter.Queue{})
+	c.id = id
+	c.netProtos = []tcpip.NetworkProtocolNumber{pkt.NetworkProtocolNumber}
+	c.nicID = pkt.NICID
+	c.cookie = cookie
+	c.nodelay = e.nodelay
+	c.ops.SetDelayOption(!e.nodelay)
+	c.ops.SetKeepAlive(e.ops.GetKeepAlive())
+	c.kaIdle, c.kaIntvl, c.kaCount = e.kaIdle, e.kaIntvl, e.kaCount
+	r, err := e.p.s.FindRoute(pkt.NICID, id.LocalAddress, id.RemoteAddress, pkt.NetworkProtocolNumber, false)
+	if err != nil {
+		return nil
+	}
+	c.route = r
+	c.preConn()
+	now := e.now()
+	if cookie {
+		c.irs = s.seq - 1
+		c.iss = s.ack - 1
+		c.sndUna, c.sndNxt, c.sndMax = 1, 1, 1
+	} else {
+		c.irs = s.seq
+		c.iss = e.p.isn.ISN(tupleOf(id), now)
+		c.sndUna, c.sndNxt, c.sndMax = 0, 1, 1
+	}
+	c.rcvNxt = 1
+	c.tsOffset = e.p.tsOffsetFor(tupleOf(id))
+	c.negotiate(so, false)
+	if c.tsOK {
+		c.tsRecent = so.TSVal
+		c.tsRecentT = now
+		c.tsRecentSet = true
+	}
+	c.initConn()
+	c.parent = e
+	c.state = StateSynRcvd
+	c.lastSend = now
+	if err := e.p.s.RegisterTransportEndpoint(c.netProtos, ProtocolNumber, id, c, ports.Flags{}, e.bindNIC); err != nil {
+		r.Release()
+		return nil
+	}
+	c.registered = true
+	return c
+}
+
+// giveToListener moves an established passive child to its listener's accept
+// queue; it runs with no endpoint lock held.
+func (e *endpoint) giveToListener(l *endpoint) {
+	l.mu.Lock()
+	if l.state != StateListen {
+		l.mu.Unlock()
+		e.mu.Lock()
+		e.resetLocked(&tcpip.ErrConnectionAborted{})
+		e.unlock()
+		return
+	}
+	l.lst.synQueue--
+	l.lst.accept = append(l.lst.accept, e)
+	l.notify |= waiterReadable
+	l.unlock()
+}
+
+// closeListenerLocked stops listening and resets every child not accepted.
+func (e *endpoint) closeListenerLocked() {
+	if e.lst == nil {
+		return
+	}
+	var kids []*endpoint
+	for c := range e.lst.children {
+		kids = append(kids, c)
+	}
+	// Map order is random; reset in creation order so runs repeat.
+	sort.Slice(kids, func(i, j int) bool { return kids[i].serial < kids[j].serial })
+	e.lst.accept = nil
+	e.lst.children = map[*endpoint]struct{}{}
+	e.closeLocked(nil)
+	e.after = append(e.after, func() {
+		for _, c := range kids {
+			c.Abort()
+		}
+	})
+}

@@ -1,0 +1,265 @@
+// Data receive: in-order and out-of-order data, the application's reads, and
+// the receive window offered to the peer.
+
+package tcp
+
+import (
+	"io"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/tcp/internal/reasm"
+)
+
+// receive takes the in-window part of a segment's data and FIN.
+func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Duration) {
+	if e.rdShut && e.userClosed {
+		// Data for a closed socket has no reader: RFC 9293 §3.10.4 (CLOSE
+		// with data pending) is answered by a reset.
+		if len(payload) > 0 {
+			e.resetLocked(&tcpip.ErrConnectionAborted{})
+			return
+		}
+	}
+	dataOff := segOff
+	if len(payload) > 0 && dataOff < e.rcvNxt {
+		cut := e.rcvNxt - dataOff
+		if e.sackOK {
+			e.dsack = &reasm.Range{Start: dataOff, End: e.rcvNxt}
+		}
+		e.ackNow = true
+		if cut >= uint64(len(payload)) {
+			payload = nil
+		} else {
+			payload = payload[cut:]
+		}
+		dataOff = e.rcvNxt
+	}
+	if end := dataOff + uint64(len(payload)); end > e.rcvAdv {
+		keep := uint64(0)
+		if e.rcvAdv > dataOff {
+			keep = e.rcvAdv - dataOff
+		}
+		payload = payload[:keep]
+		fin = false
+	}
+	if fin {
+		e.finPending = true
+		e.finOff = dataOff + uint64(len(payload))
+	}
+	if len(payload) > 0 {
+		if dataOff == e.rcvNxt {
+			if free := len(e.rcvRing) - e.rcvLen; len(payload) > free {
+				// Cannot happen while the window is honoured (the ring
+				// holds the whole advertised window); keep what fits and
+				// let the rest be retransmitted rather than lose it.
+				e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
+				payload = payload[:free]
+			}
+			hadHoles := !e.ooo.Empty()
+			e.appendRcv(payload)
+			e.rcvNxt += uint64(len(payload))
+			if hadHoles {
+				e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
+				e.ackNow = true // a hole filled: ACK at once (RFC 5681 §4.2)
+			}
+			e.ackPending++
+			if len(payload) < e.smss && len(payload) < e.ourMSS()-40 {
+				// Short segments are not delayed past the peer's Nagle.
+				e.ackPending = e.p.opts.StretchAck
+			}
+			e.notify |= waiterReadable
+		} else {
+			stored, err := e.ooo.Insert(dataOff, payload)
+			if err != nil || stored < len(payload) {
+				e.p.st.dropOOOFull.Add(uint64(len(payload) - stored))
+			}
+			e.ackNow = true // out of order: ACK at once with SACK (RFC 5681 §4.2)
+		}
+	}
+	if e.finPending && e.finOff == e.rcvNxt {
+		e.finPending = false
+		e.finRcvd = true
+		e.rcvNxt++
+		e.ackNow = true
+		e.notify |= waiterReadable | waiterHUpIfDone
+		switch e.state {
+		case StateEstablished:
+			e.state = StateCloseWait
+		case StateFinWait1:
+			e.state = StateClosing
+		case StateFinWait2:
+			e.enterTimeWait()
+		}
+	}
+	if e.ackPending >= e.p.opts.StretchAck || e.p.opts.DelayedAck < 0 {
+		e.ackNow = true
+	}
+}
+
+// measureRcvRTT keeps the receiver's round-trip estimate for autotuning:
+// from the timestamp echo when timestamps are on (RFC 7323 §4.1), else the
+// time one advertised window takes to arrive.
+func (e *endpoint) measureRcvRTT(opts *header.TCPOptions, now time.Duration) {
+	if e.tsOK && opts.TS && opts.TSEcr != 0 {
+		if ms := int32(e.tsAt(now) - opts.TSEcr); ms >= 0 && ms < 600000 {
+			e.rcvRTT.OnTimestampSample(time.Duration(ms)*time.Millisecond + time.Millisecond/2)
+		}
+		return
+	}
+	e.rcvRTT.OnData(now, e.rcvNxt, e.rcvAdv)
+}
+
+// rttForTuning is the round trip autotuning measures reads over.
+func (e *endpoint) rttForTuning() time.Duration {
+	if e.est.HasSample() {
+		return e.est.SRTT()
+	}
+	return e.rcvRTT.RTT()
+}
+
+// appendRcv copies in-order bytes into the receive ring.
+func (e *endpoint) appendRcv(p []byte) {
+	for len(p) > 0 {
+		if e.rcvLen == len(e.rcvRing) {
+			// Cannot happen while the window is honoured; refuse rather
+			// than grow past the buffer.
+			e.p.st.dropOOOFull.Add(uint64(len(p)))
+			return
+		}
+		tail := (e.rcvHead + e.rcvLen) % len(e.rcvRing)
+		n := len(e.rcvRing) - tail
+		if free := len(e.rcvRing) - e.rcvLen; n > free {
+			n = free
+		}
+		n = copy(e.rcvRing[tail:tail+n], p)
+		e.rcvLen += n
+		p = p[n:]
+	}
+}
+
+// Read implements tcpip.Endpoint.
+func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, tcpip.Error) {
+	e.mu.Lock()
+	switch e.state {
+	case StateInitial, StateBound, StateListen:
+		e.mu.Unlock()
+		return tcpip.ReadResult{}, &tcpip.ErrNotConnected{}
+	case StateSynSent, StateSynRcvd:
+		e.mu.Unlock()
+		return tcpip.ReadResult{}, &tcpip.ErrWouldBlock{}
+	}
+	if e.rcvLen == 0 {
+		var err tcpip.Error = &tcpip.ErrWouldBlock{}
+		switch {
+		case e.finRcvd || e.rdShut:
+			err = &tcpip.ErrClosedForReceive{}
+		case e.state == StateClosed && e.hardErr != nil:
+			err = e.hardErr
+		case e.state == StateClosed:
+			err = &tcpip.ErrClosedForReceive{}
+		}
+		e.mu.Unlock()
+		return tcpip.ReadResult{}, err
+	}
+	n := 0
+	for n < e.rcvLen {
+		at := (e.rcvHead + n) % len(e.rcvRing)
+		chunk := e.rcvRing[at:min(len(e.rcvRing), at+e.rcvLen-n)]
+		k, werr := w.Write(chunk)
+		n += k
+		if werr != nil || k < len(chunk) {
+			break
+		}
+	}
+	if n == 0 {
+		e.mu.Unlock()
+		return tcpip.ReadResult{}, &tcpip.ErrBadBuffer{}
+	}
+	if !opts.Peek {
+		e.consumed(n)
+	}
+	e.unlock()
+	return tcpip.ReadResult{Count: n, Total: n}, nil
+}
+
+// consumed removes n read bytes, lets autotuning grow the buffer, and sends
+// a window update when the window has opened enough to matter.
+func (e *endpoint) consumed(n int) {
+	e.rcvHead = (e.rcvHead + n) % len(e.rcvRing)
+	e.rcvLen -= n
+	if e.rcvLen == 0 {
+		e.rcvHead = 0
+	}
+	if !e.state.synchronized() {
+		return
+	}
+	if nb, changed := e.tuner.OnRead(e.now(), n, e.rttForTuning()); changed && nb > e.rcvBuf {
+		e.growRcv(nb)
+	}
+	old := e.rcvAdv - e.rcvNxt
+	free := uint64(max(e.rcvBuf-e.rcvLen, 0))
+	if maxW := uint64(0xffff) << e.rcvWS; free > maxW {
+		free = maxW
+	}
+	if !e.finRcvd && free >= 2*old && free-old >= uint64(e.smss) {
+		e.sendAck()
+	}
+}
+
+// growRcv enlarges the receive buffer (autotuning never shrinks it, so the
+// window never has to shrink) and the out-of-order store with it.
+func (e *endpoint) growRcv(nb int) {
+	ring := make([]byte, nb+1<<e.rcvWS)
+	k := 0
+	for k < e.rcvLen {
+		at := (e.rcvHead + k) % len(e.rcvRing)
+		k += copy(ring[k:e.rcvLen], e.rcvRing[at:min(len(e.rcvRing), at+e.rcvLen-k)])
+	}
+	e.rcvRing = ring
+	e.rcvHead = 0
+	e.rcvBuf = nb
+	e.ooo.SetLimit(nb + 1<<e.rcvWS)
+	// One range per hole: the range bound must follow the window too.
+	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + 1<<e.rcvWS))
+}
+
+// rcvWindow returns the window field to send and moves the advertised right
+// edge, which never moves left (RFC 9293 §3.8.6.2.1 forbids shrinking) and
+// moves right only by at least min(buffer/2, MSS) (receiver SWS avoidance,
+// §3.8.6.2.2).
+func (e *endpoint) rcvWindow() uint16 {
+	free := e.rcvBuf - e.rcvLen
+	if free < 0 {
+		free = 0
+	}
+	maxWnd := 0xffff << e.rcvWS
+	if free > maxWnd {
+		free = maxWnd
+	}
+	right := e.rcvNxt + uint64(free)
+	step := uint64(e.rcvBuf / 2)
+	if m := uint64(e.ourMSS()); m < step {
+		step = m
+	}
+	if right > e.rcvPromise && (right-e.rcvPromise >= step || e.rcvPromise <= e.rcvNxt+step) {
+		e.rcvPromise = right
+	}
+	if e.rcvPromise < e.rcvNxt {
+		e.rcvPromise = e.rcvNxt
+	}
+	// Scaling rounds the window up, so the edge on the wire may pass the
+	// promise by less than one scale unit; the ring keeps that much spare.
+	// The promise, not the rounded edge, is what the next window grows from.
+	wnd := e.rcvPromise - e.rcvNxt
+	scaled := (wnd + (1 << e.rcvWS) - 1) >> e.rcvWS
+	if scaled > 0xffff {
+		scaled = 0xffff
+	}
+	if edge := e.rcvNxt + scaled<<e.rcvWS; edge > e.rcvAdv {
+		e.rcvAdv = edge
+	}
+	return uint16(scaled)
+}

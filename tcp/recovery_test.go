@@ -1,0 +1,265 @@
+package tcp_test
+
+import (
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/tcp"
+)
+
+// TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget: a recovery that
+// retransmits many segments on ACKs, followed by an RTO, must not reset a
+// connection; only RTO-timer retransmissions count toward giving up.
+func TestACKClockedRetransmissionsDoNotSpendTheGiveUpBudget(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 64})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	const segs = 48
+	c.write(t, make([]byte, segs*1460))
+	out := h.out()
+	if len(out) != segs {
+		t.Fatalf("sent %d segments, want %d", len(out), segs)
+	}
+	// The peer got every odd segment: one ACK per arrival, SACKing it.
+	h.clk.RunFor(10 * time.Millisecond)
+	var blocks []header.SACKBlock
+	for i := 1; i < segs; i += 2 {
+		st := c.hostNxt + uint32(i*1460)
+		blocks = append([]header.SACKBlock{{Start: seqnumV(st), End: seqnumV(st + 1460)}}, blocks...)
+		opt := make([]byte, 40)
+		n := header.EncodeNOP(opt)
+		n += header.EncodeNOP(opt[n:])
+		n += header.EncodeSACKBlocks(blocks[:min(len(blocks), 4)], opt[n:])
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck,
+			wnd: 65535, opts: opt[:n]})
+		h.clk.RunFor(100 * time.Microsecond)
+	}
+	h.clk.RunFor(50 * time.Millisecond) // RACK's reorder timer
+	retrans := h.count("tcp.retransmitted.bytes") / 1460
+	if retrans <= 15 {
+		t.Fatalf("only %d retransmissions; the test needs more than the give-up budget", retrans)
+	}
+	h.out()
+	// Nothing more arrives: the RTO fires once, and the connection lives on.
+	h.clk.RunFor(1500 * time.Millisecond)
+	if h.count("tcp.rto") == 0 {
+		t.Fatal("no RTO fired")
+	}
+	for _, s := range h.out() {
+		if s.has(header.TCPFlagRst) {
+			t.Fatalf("connection reset after %d ACK-clocked retransmissions and one RTO", retrans)
+		}
+	}
+	if st := tcp.State(c.ep.State()); st != tcp.StateEstablished {
+		t.Fatalf("state %v, want ESTABLISHED", st)
+	}
+}
+
+// TestSpuriousRTOIsUndoneByTimestamps: an ACK that echoes the timestamp of
+// the original transmission, not of the RTO's retransmission, shows the
+// timeout was spurious (RFC 3522); the window reduction is undone.
+func TestSpuriousRTOIsUndoneByTimestamps(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
+	c := h.accept(80, synOptions(1460, 7, true, true, 1))
+	info := func() tcpip.TCPInfoOption {
+		var i tcpip.TCPInfoOption
+		c.ep.GetSockOpt(&i)
+		return i
+	}
+	cwnd0 := info().SndCwnd
+	c.write(t, make([]byte, 10*1448)) // MSS 1460 less the timestamp option
+	orig := h.out()
+	if len(orig) != 10 {
+		t.Fatalf("sent %d segments", len(orig))
+	}
+	origTS := orig[0].tcpOpts().TSVal
+	h.clk.RunFor(1100 * time.Millisecond) // the initial RTO (1 s) fires
+	if h.count("tcp.rto") != 1 {
+		t.Fatalf("tcp.rto = %d, want 1", h.count("tcp.rto"))
+	}
+	if info().SndCwnd >= cwnd0 {
+		t.Fatalf("cwnd %d after the RTO, want below %d", info().SndCwnd, cwnd0)
+	}
+	h.out()
+	// The original flight's ACK arrives late, echoing the original TSval.
+	c.peerTS++
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + 10*1448, flags: header.TCPFlagAck,
+		wnd: 65535, opts: tsOption(c.peerTS, origTS)})
+	if h.count("tcp.spurious") != 1 {
+		t.Fatalf("tcp.spurious = %d, want 1", h.count("tcp.spurious"))
+	}
+	if got := info().SndCwnd; got < cwnd0 {
+		t.Fatalf("cwnd %d after the undo, want at least %d", got, cwnd0)
+	}
+}
+
+func TestTailLossIsProbedBeforeTheRTO(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	// One exchange gives the sender an RTT sample of 10 ms.
+	c.sampleRTT(t, 10*time.Millisecond)
+	// Three segments; the ACK covers two: the tail is lost.
+	c.write(t, make([]byte, 3*1460))
+	if n := len(h.out()); n != 3 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(10 * time.Millisecond)
+	c.hostNxt += 2 * 1460
+	c.send(header.TCPFlagAck, nil)
+	h.out()
+	// The probe timeout is about 2·SRTT, well before the 200 ms minimum RTO.
+	h.clk.RunFor(60 * time.Millisecond)
+	probe := h.out()
+	if len(probe) != 1 || probe[0].seq != c.hostNxt || len(probe[0].payload) != 1460 {
+		t.Fatalf("want a loss probe resending [%d, +1460), got %+v", c.hostNxt, probe)
+	}
+	if h.count("tcp.loss-probes") != 1 || h.count("tcp.rto") != 0 {
+		t.Fatalf("loss-probes %d, rto %d", h.count("tcp.loss-probes"), h.count("tcp.rto"))
+	}
+}
+
+func TestUnansweredRetransmissionsGiveUpAfterTheBudget(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.write(t, make([]byte, 1000))
+	h.out()
+	h.clk.RunFor(10 * time.Minute)
+	if tcp.State(c.ep.State()) == tcp.StateClosed {
+		t.Fatal("gave up within 10 minutes")
+	}
+	h.clk.RunFor(30 * time.Minute)
+	if tcp.State(c.ep.State()) != tcp.StateClosed {
+		t.Fatalf("still %v after 40 minutes without an answer", tcp.State(c.ep.State()))
+	}
+	if h.count("tcp.give-ups") != 1 || h.count("tcp.rto") != 15 {
+		t.Fatalf("give-ups %d after %d RTOs, want 1 after 15", h.count("tcp.give-ups"), h.count("tcp.rto"))
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("read succeeded after give-up")
+	} else if _, ok := err.(*tcpip.ErrTimeout); !ok {
+		t.Fatalf("read after give-up: %v, want timeout", err)
+	}
+}
+
+// TestOneDSACKAmongRealLossesKeepsTheReduction: five segments are lost and
+// retransmitted; the peer then reports one of the five as a duplicate
+// (D-SACK, RFC 2883): its original was only late. The other four were real
+// losses, so the reduction stands (RFC 9438 §4.9 undoes only a spurious event).
+func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	// An RTT sample first.
+	c.sampleRTT(t, 10*time.Millisecond)
+	c.write(t, make([]byte, 20*1460))
+	if n := len(h.out()); n != 20 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(10 * time.Millisecond)
+	sack := func(blocks ...header.SACKBlock) []byte {
+		o := make([]byte, 40)
+		n := header.EncodeNOP(o)
+		n += header.EncodeNOP(o[n:])
+		n += header.EncodeSACKBlocks(blocks, o[n:])
+		return o[:n]
+	}
+	base := c.hostNxt
+	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	// Segments 5..19 arrive; 0..4 do not.
+	for i := 5; i < 20; i++ {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: base, flags: header.TCPFlagAck, wnd: 65535,
+			opts: sack(header.SACKBlock{Start: seqnumV(seg(5)), End: seqnumV(seg(i + 1))})})
+	}
+	h.clk.RunFor(20 * time.Millisecond)
+	if h.count("tcp.recoveries") != 1 {
+		t.Fatalf("recoveries %d", h.count("tcp.recoveries"))
+	}
+	var info tcpip.TCPInfoOption
+	c.ep.GetSockOpt(&info)
+	reduced := info.SndCwnd
+	h.out()
+	// The original of segment 0 was late: cumulative ACK past it plus a
+	// D-SACK of it. Then the retransmissions of 1..4 fill the rest.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: seg(1), flags: header.TCPFlagAck, wnd: 65535,
+		opts: sack(header.SACKBlock{Start: seqnumV(seg(0)), End: seqnumV(seg(1))}, header.SACKBlock{Start: seqnumV(seg(5)), End: seqnumV(seg(20))})})
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: seg(20), flags: header.TCPFlagAck, wnd: 65535})
+	if h.count("tcp.spurious") != 0 {
+		t.Fatal("one D-SACK undid a recovery with four real losses")
+	}
+	c.ep.GetSockOpt(&info)
+	if info.SndCwnd > reduced+1 {
+		t.Fatalf("cwnd went from %d to %d segments: the reduction was undone", reduced, info.SndCwnd)
+	}
+}
+
+// TestThirdDuplicateAckRetransmitsWithoutSACK: a peer that declined SACK
+// still gets fast retransmit (RFC 5681 §3.2) of the lost segment.
+func TestThirdDuplicateAckRetransmitsWithoutSACK(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 10})
+	c := h.accept(80, synOptions(1460, 7, false, false, 0))
+	c.write(t, make([]byte, 8*1460))
+	if n := len(h.out()); n != 8 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(5 * time.Millisecond)
+	// Segment 0 is lost: every later one draws a duplicate ACK of it.
+	for i := 0; i < 3; i++ {
+		c.send(header.TCPFlagAck, nil)
+	}
+	rt := h.out()
+	if len(rt) == 0 || rt[0].seq != c.hostNxt || len(rt[0].payload) != 1460 {
+		t.Fatalf("after three duplicate ACKs: %+v, want a retransmission of [%d, +1460)", rt, c.hostNxt)
+	}
+	if h.count("tcp.recoveries") != 1 || h.count("tcp.rto") != 0 {
+		t.Fatalf("recoveries %d, rto %d", h.count("tcp.recoveries"), h.count("tcp.rto"))
+	}
+}
+
+// TestRecoverySendsInProportionToDeliveries is PRR (RFC 6937): while the
+// pipe is still above ssthresh after a loss, each ACK that delivers data lets
+// out about β of what it delivered, instead of a silence until the pipe
+// drains and a burst after.
+func TestRecoverySendsInProportionToDeliveries(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.sampleRTT(t, 10*time.Millisecond)
+	c.write(t, make([]byte, 60*1460))
+	out := h.out()
+	base := c.hostNxt
+	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	h.clk.RunFor(10 * time.Millisecond)
+	sack := func(end int) []byte {
+		o := make([]byte, 40)
+		n := header.EncodeNOP(o)
+		n += header.EncodeNOP(o[n:])
+		n += header.EncodeSACKBlocks([]header.SACKBlock{{Start: seqnumV(seg(1)), End: seqnumV(seg(end))}}, o[n:])
+		return o[:n]
+	}
+	// Segment 0 is lost; segments 1.. arrive one by one.
+	sentAfter := make([]int, 0, 12)
+	for i := 2; i <= 13; i++ {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: base, flags: header.TCPFlagAck, wnd: 65535, opts: sack(i)})
+		sentAfter = append(sentAfter, len(h.out()))
+	}
+	t.Logf("segments released per ACK: %v", sentAfter)
+	if h.count("tcp.recoveries") != 1 {
+		t.Fatalf("recoveries %d (flight %d)", h.count("tcp.recoveries"), len(out))
+	}
+	for _, n := range sentAfter {
+		if n > 2 {
+			t.Fatalf("an ACK released %d segments: %v", n, sentAfter)
+		}
+	}
+	// Recovery begins on the third ACK, with about 16 segments in the pipe
+	// and ssthresh about 11: over the next seven deliveries the pipe stays
+	// above ssthresh, and PRR lets out about 0.56 segment per delivery; a
+	// sender that waits for the pipe to drain sends nothing.
+	during := 0
+	for _, n := range sentAfter[3:10] {
+		during += n
+	}
+	if during < 2 {
+		t.Fatalf("%d segments over the seven deliveries after recovery began (%v), want about 4", during, sentAfter)
+	}
+}

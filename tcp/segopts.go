@@ -1,0 +1,147 @@
+// Outbound TCP options: MSS, window scale, SACK, timestamps, and how much
+// room they take in a segment.
+
+package tcp
+
+import (
+	"time"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
+
+	"github.com/netramp/netramp/tcp/internal/reasm"
+)
+
+// bufferBuilder gathers payload parts into one gVisor buffer.
+type bufferBuilder struct{ b buffer.Buffer }
+
+func (bb *bufferBuilder) add(p []byte) {
+	if len(p) > 0 {
+		_ = bb.b.Append(buffer.NewViewWithData(p))
+	}
+}
+
+// tsVal is our timestamp clock (RFC 7323 §5.4): milliseconds plus the
+// connection's offset.
+func (e *endpoint) tsVal() uint32 { return e.tsAt(e.now()) }
+
+// tsAt is the timestamp clock at a time already read (a segment's arrival),
+// sparing a second clock read on the per-segment path.
+func (e *endpoint) tsAt(now time.Duration) uint32 { return uint32(now/time.Millisecond) + e.tsOffset }
+
+// synOptions encodes the options of our SYN or SYN-ACK: MSS always; window
+// scale, timestamps and SACK-permitted as offered (SYN) or agreed (SYN-ACK).
+func (e *endpoint) synOptions(dst []byte, synAck bool) []byte {
+	b := dst[:40]
+	n := header.EncodeMSSOption(uint32(e.ourMSS()), b)
+	offerWS := !e.p.opts.NoWindowScale && !e.cookie
+	offerTS := !e.p.opts.NoTimestamps && !e.cookie
+	offerSACK := !e.p.opts.NoSACK && !e.cookie
+	if synAck {
+		offerWS, offerTS, offerSACK = e.wsOK, e.tsOK, e.sackOK
+	}
+	if offerWS {
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeWSOption(int(e.rcvWS), b[n:])
+	}
+	if offerSACK && !offerTS {
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeSACKPermittedOption(b[n:])
+	}
+	if offerTS {
+		if offerSACK {
+			n += header.EncodeSACKPermittedOption(b[n:])
+		} else {
+			n += header.EncodeNOP(b[n:])
+			n += header.EncodeNOP(b[n:])
+		}
+		n += header.EncodeTSOption(e.tsVal(), e.tsRecent, b[n:])
+	}
+	n += header.AddTCPOptionPadding(b, n)
+	return b[:n]
+}
+
+// ourMSS is the MSS we announce: the route's MTU less the TCP header.
+func (e *endpoint) ourMSS() int {
+	m := 536
+	if e.route != nil {
+		m = int(e.route.MTU()) - header.TCPMinimumSize
+	}
+	if m > 0xffff {
+		m = 0xffff
+	}
+	if m < header.TCPMinimumSendMSS {
+		m = header.TCPMinimumSendMSS
+	}
+	return m
+}
+
+// sackBlocksWanted is how many SACK blocks (D-SACK first) a segment would
+// carry now, before any size budget.
+func (e *endpoint) sackBlocksWanted() int {
+	if !e.sackOK || e.ooo == nil {
+		return 0
+	}
+	k := e.ooo.Ranges()
+	if e.dsack != nil {
+		k++
+	}
+	return k
+}
+
+// optionBytes is the TCP option length of a data segment sent now: the
+// timestamp option and as many SACK blocks as the 40 option bytes hold.
+func (e *endpoint) optionBytes() int {
+	n := 0
+	if e.tsOK {
+		n = 12
+	}
+	if k := min(e.sackBlocksWanted(), (40-n-4)/8); k > 0 {
+		n += 4 + 8*k
+	}
+	return n
+}
+
+// dataOptions encodes timestamps and SACK blocks for a non-SYN segment,
+// within budget option bytes: a segment's options and payload together never
+// exceed the MSS (RFC 9293 §3.7.1), so it is never IP-fragmented.
+func (e *endpoint) dataOptions(dst []byte, withSACK bool, budget int) []byte {
+	b := dst[:40]
+	n := 0
+	if e.tsOK {
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeTSOption(e.tsVal(), e.tsRecent, b[n:])
+	}
+	if withSACK && e.sackOK && (e.dsack != nil || !e.ooo.Empty()) {
+		var blocks [4]header.SACKBlock
+		k := 0
+		if e.dsack != nil {
+			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, e.dsack.Start)), End: seqnum.Value(wire(e.irs, e.dsack.End))}
+			k++
+		}
+		if cap(e.sackBlocks) < 4 {
+			e.sackBlocks = make([]reasm.Range, 0, 4)
+		}
+		e.sackBlocks = e.ooo.Blocks(e.sackBlocks[:0:4])
+		for _, r := range e.sackBlocks {
+			if k == len(blocks) {
+				break
+			}
+			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, r.Start)), End: seqnum.Value(wire(e.irs, r.End))}
+			k++
+		}
+		max := (min(40, budget) - n - 4) / 8
+		if k > max {
+			k = max
+		}
+		if k > 0 {
+			n += header.EncodeNOP(b[n:])
+			n += header.EncodeNOP(b[n:])
+			n += header.EncodeSACKBlocks(blocks[:k], b[n:])
+		}
+	}
+	return b[:n]
+}
