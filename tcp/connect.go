@@ -73,11 +73,9 @@ func (e *endpoint) initConn() {
 	}
 	e.maxSegs = o.SendBufferMax/max(e.smss, 1) + 64
 	e.q = rtxq.New(e.maxSegs)
-	c, err := cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})
-	if err != nil {
-		c, _ = cc.New(cc.Config{SMSS: e.smss, Arm: o.Arm, Counters: e.p.st.cc})
-	}
-	e.ctl = c
+	// Cannot fail: the options were validated at protocol creation and the
+	// MSS option's parser keeps SMSS within (0, 65535].
+	e.ctl, _ = cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})
 	if o.Pacing {
 		e.pace = pacer.New()
 	}

@@ -60,9 +60,13 @@ func newFzHarness(t testing.TB) *fzHarness {
 	clk := vclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ch := channel.New(1024, 1500, "")
 	reg := counters.NewRegistry()
+	factory, err := tcp.NewProtocolFactory(tcp.Options{ReceiveBufferMax: fuzzRcvMax, SendBufferMax: 64 << 10, Counters: reg})
+	if err != nil {
+		t.Fatalf("NewProtocolFactory: %v", err)
+	}
 	s := gstack.New(gstack.Options{
 		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol},
-		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocolFactory(tcp.Options{ReceiveBufferMax: fuzzRcvMax, SendBufferMax: 64 << 10, Counters: reg})},
+		TransportProtocols: []gstack.TransportProtocolFactory{factory},
 		Clock:              clk,
 	})
 	if err := s.CreateNIC(1, ch); err != nil {
@@ -74,9 +78,9 @@ func newFzHarness(t testing.TB) *fzHarness {
 	}
 	s.SetRouteTable([]tcpip.Route{{Destination: header.IPv4EmptySubnet, NIC: 1}})
 	h := &fzHarness{t: t, clk: clk, s: s, ch: ch, wq: new(waiter.Queue), reg: reg}
-	ep, err := s.NewEndpoint(header.TCPProtocolNumber, ipv4.ProtocolNumber, h.wq)
-	if err != nil {
-		t.Fatalf("NewEndpoint: %v", err)
+	ep, terr := s.NewEndpoint(header.TCPProtocolNumber, ipv4.ProtocolNumber, h.wq)
+	if terr != nil {
+		t.Fatalf("NewEndpoint: %v", terr)
 	}
 	h.ep = ep
 	return h

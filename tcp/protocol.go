@@ -51,23 +51,24 @@ type protocol struct {
 	serial atomic.Uint64
 }
 
+// fill replaces zero fields by their defaults; validate has run.
 func (o *Options) fill() {
-	if o.SendBufferMax <= 0 {
+	if o.SendBufferMax == 0 {
 		o.SendBufferMax = DefaultSendBufferMax
 	}
-	if o.ReceiveBufferMax <= 0 {
+	if o.ReceiveBufferMax == 0 {
 		o.ReceiveBufferMax = DefaultReceiveBufferMax
 	}
 	if o.DelayedAck == 0 {
 		o.DelayedAck = DefaultDelayedAck
 	}
-	if o.StretchAck <= 0 {
+	if o.StretchAck == 0 {
 		o.StretchAck = 2
 	}
-	if o.TimeWait <= 0 {
+	if o.TimeWait == 0 {
 		o.TimeWait = DefaultTimeWait
 	}
-	if o.InitialWindow <= 0 {
+	if o.InitialWindow == 0 {
 		o.InitialWindow = 10
 	}
 	if o.Counters == nil {
@@ -76,9 +77,14 @@ func (o *Options) fill() {
 }
 
 // NewProtocolFactory returns a factory that registers this TCP in a gVisor
-// stack (stack.Options.TransportProtocols). Secrets for sequence numbers and
-// SYN cookies come from the stack's SecureRNG, so a seeded stack repeats.
-func NewProtocolFactory(o Options) stack.TransportProtocolFactory {
+// stack (stack.Options.TransportProtocols), or an error wrapping
+// ErrBadOptions that names the first invalid field. Secrets for sequence
+// numbers and SYN cookies come from the stack's SecureRNG, so a seeded stack
+// repeats.
+func NewProtocolFactory(o Options) (stack.TransportProtocolFactory, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	o.fill()
 	return func(s *stack.Stack) stack.TransportProtocol {
 		p := &protocol{s: s, opts: o, clock: s.Clock(), st: newStats(o.Counters)}
@@ -92,7 +98,7 @@ func NewProtocolFactory(o Options) stack.TransportProtocolFactory {
 		p.isn = isn.New(k1)
 		p.jar = syncookie.New(k2)
 		return p
-	}
+	}, nil
 }
 
 func (p *protocol) now() time.Duration { return p.clock.NowMonotonic().Sub(p.origin) }
