@@ -82,13 +82,13 @@ func (e *endpoint) initConn() {
 	if !e.wsOK && e.rcvBuf > 0xffff {
 		e.rcvBuf = 0xffff
 	}
-	e.ooo = reasm.New(e.rcvBuf + 1<<e.rcvWS)
+	e.ooo = reasm.New(e.rcvBuf + e.rcvSpare(e.rcvBuf))
 	max := o.ReceiveBufferMax
 	if !e.wsOK {
 		max = 0xffff
 	}
 	e.tuner = autotune.New(e.rcvBuf, max)
-	e.rcvRing = make([]byte, e.rcvBuf+1<<e.rcvWS)
+	e.rcvRing = make([]byte, e.rcvBuf+e.rcvSpare(e.rcvBuf))
 	if o.Credit != nil && e.route != nil {
 		e.credit = o.Credit(e.route.NICID())
 	}
