@@ -12,7 +12,7 @@ type stats struct {
 	cardStops, cardRefusals, cookiesSent, cookiesOK      *counters.Counter
 	stops                                                [4]*counters.Counter
 	spurious, challengeAcks, giveUps                     *counters.Counter
-	rcvEdgeRetreats                                      *counters.Counter
+	rcvEdgeRetreats, persistGiveUps                      *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
@@ -47,6 +47,7 @@ func newStats(r *counters.Registry) *stats {
 		spurious:        m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
 		challengeAcks:   m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
 		giveUps:         m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
+		persistGiveUps:  m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
 		rcvEdgeRetreats: m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
 
 		dropBadSeq:      m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),
