@@ -44,15 +44,15 @@ func (p *protocol) rcvScale() uint8 {
 // timestamps and SACK is used only if both ends offered it.
 func (e *endpoint) negotiate(so *header.TCPSynOptions, weOffered bool) {
 	o := &e.p.opts
-	e.wsOK = so.WS >= 0 && !o.NoWindowScale && !e.cookie
+	e.wsOK = so.WS >= 0 && !o.NoWindowScale
 	if e.wsOK {
 		e.sndWS = uint8(so.WS)
 		e.rcvWS = e.p.rcvScale()
 	} else {
 		e.sndWS, e.rcvWS = 0, 0
 	}
-	e.tsOK = so.TS && !o.NoTimestamps && !e.cookie
-	e.sackOK = so.SACKPermitted && !o.NoSACK && !e.cookie
+	e.tsOK = so.TS && !o.NoTimestamps
+	e.sackOK = so.SACKPermitted && !o.NoSACK
 	mss := int(so.MSS)
 	if m := e.ourMSS(); mss > m {
 		mss = m

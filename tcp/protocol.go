@@ -211,6 +211,12 @@ func (p *protocol) write(r *stack.Route, pkt *stack.PacketBuffer) tcpip.Error {
 	return err
 }
 
+// tsAt is a connection's timestamp clock with no endpoint yet (a cookie's
+// SYN-ACK and ACK); the endpoint's own tsAt gives the same values.
+func (p *protocol) tsAt(id stack.TransportEndpointID, now time.Duration) uint32 {
+	return uint32(now/time.Millisecond) + p.tsOffsetFor(tupleOf(id))
+}
+
 // tsOffsetFor is the per-connection timestamp offset of RFC 7323 §5.4, a keyed
 // hash of the addresses so TSval does not reveal the host's clock.
 func (p *protocol) tsOffsetFor(t isn.Tuple) uint32 {
