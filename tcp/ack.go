@@ -57,7 +57,8 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 // onAck updates the send side from an acceptable ACK: window, SACK
 // scoreboard, RTT, congestion control, loss detection and recovery.
 func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uint64, now time.Duration) {
-	e.persistProbes = 0 // the peer answers: it is alive, whatever its window
+	// The peer answers: it is alive, whatever its window.
+	e.persistProbes = 0 // control:persist-answered
 	// Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2).
 	if e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff {
 		e.sndWnd = uint64(s.wnd) << e.sndWS

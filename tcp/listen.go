@@ -214,7 +214,7 @@ func (p *protocol) cookieOptions(dst []byte, id stack.TransportEndpointID, so *h
 func (p *protocol) cookieSynOptions(id stack.TransportEndpointID, s *segment, mss uint16, now time.Duration) header.TCPSynOptions {
 	so := header.TCPSynOptions{MSS: mss, WS: -1}
 	opts := header.ParseTCPOptions(s.opts)
-	if !opts.TS || p.opts.NoTimestamps {
+	if !opts.TS || p.opts.NoTimestamps { // control:cookie-options
 		return so
 	}
 	co, ok := syncookie.OptionsFromEcho(opts.TSEcr, p.tsAt(id, now))

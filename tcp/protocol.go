@@ -82,7 +82,7 @@ func (o *Options) fill() {
 // numbers and SYN cookies come from the stack's SecureRNG, so a seeded stack
 // repeats.
 func NewProtocolFactory(o Options) (stack.TransportProtocolFactory, error) {
-	if err := o.validate(); err != nil {
+	if err := o.validate(); err != nil { // control:options-validated
 		return nil, err
 	}
 	o.fill()

@@ -260,7 +260,7 @@ func (e *endpoint) rcvWindow() uint16 {
 	if e.rcvPromise < e.rcvNxt {
 		e.rcvPromise = e.rcvNxt
 	}
-	return e.scaleWindow(max(e.rcvPromise, e.rcvAdv))
+	return e.scaleWindow(max(e.rcvPromise, e.rcvAdv)) // control:edge-never-left
 }
 
 // scaleWindow offers the first edge at or past target that the scaled field

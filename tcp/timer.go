@@ -291,7 +291,7 @@ func (e *endpoint) onPersistTimer() {
 		e.output()
 		return
 	}
-	if e.persistGiveUp(now) {
+	if e.persistGiveUp(now) { // control:persist-give-up
 		return
 	}
 	// Departure from RFC 9293 §3.8.6.1, which probes with a byte of new data:

@@ -130,7 +130,7 @@ func StampTS(tsNow uint32, o Options) uint32 {
 		bits |= optSACK
 	}
 	ts := tsNow&^optMask | bits
-	if int32(ts-tsNow) > 0 {
+	if int32(ts-tsNow) > 0 { // control:stamp-not-ahead
 		ts -= 1 << optBits
 	}
 	return ts
