@@ -75,14 +75,14 @@ func (e *endpoint) initConn() {
 	e.q = rtxq.New(e.maxSegs)
 	// Cannot fail: the options were validated at protocol creation and the
 	// MSS option's parser keeps SMSS within (0, 65535].
-	e.ctl, _ = cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})
+	e.ctl, _ = cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc}) // control:cc-config
 	if o.Pacing {
 		e.pace = pacer.New()
 	}
 	if !e.wsOK && e.rcvBuf > 0xffff {
 		e.rcvBuf = 0xffff
 	}
-	e.ooo = reasm.New(e.rcvBuf + e.rcvSpare(e.rcvBuf))
+	e.ooo = reasm.New(e.rcvBuf + e.rcvSpare(e.rcvBuf)) // control:ooo-store-size
 	max := o.ReceiveBufferMax
 	if !e.wsOK {
 		max = 0xffff

@@ -223,7 +223,7 @@ func (e *endpoint) growRcv(nb int) {
 	e.rcvBuf = nb
 	e.ooo.SetLimit(nb + e.rcvSpare(nb))
 	// One range per hole: the range bound must follow the window too.
-	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + e.rcvSpare(nb)))
+	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + e.rcvSpare(nb))) // control:ooo-ranges-grow
 }
 
 // rcvSpare is what the receive ring and the out-of-order store hold beyond
