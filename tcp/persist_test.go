@@ -1,6 +1,7 @@
 package tcp_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -74,6 +75,11 @@ func TestSilentZeroWindowPeerIsGivenUp(t *testing.T) {
 		}
 		if _, err := c.read(t); err == nil || err.String() != (&tcpip.ErrTimeout{}).String() {
 			t.Errorf("user timeout %v: Read after giving up: %v, want ErrTimeout", tc.userTimeout, err)
+		}
+		var r bytes.Reader
+		r.Reset([]byte{1})
+		if _, err := c.ep.Write(&r, tcpip.WriteOptions{}); err == nil || err.String() != (&tcpip.ErrTimeout{}).String() {
+			t.Errorf("user timeout %v: Write after giving up: %v, want ErrTimeout", tc.userTimeout, err)
 		}
 	}
 }
