@@ -160,13 +160,6 @@ func (e *endpoint) handleSegment(s *segment) {
 		return
 	}
 
-	// TS.Recent (RFC 7323 §4.3): the segment covers Last.ACK.sent.
-	if e.tsOK && opts.TS && segOff <= e.lastAckSent {
-		e.tsRecent = opts.TSVal
-		e.tsRecentT = now
-		e.tsRecentSet = true
-	}
-
 	if e.state == StateSynRcvd {
 		ackOff, ok := unwrap(e.iss, e.sndUna, s.ack)
 		if !ok || ackOff <= e.sndUna || ackOff > e.sndNxt {
@@ -185,6 +178,7 @@ func (e *endpoint) handleSegment(s *segment) {
 	if !e.processAckField(s, &opts, segOff, now) {
 		return
 	}
+	e.updateTSRecent(&opts, segOff, now)
 	if e.state == StateClosed || e.state == StateTimeWait && !s.has(header.TCPFlagFin) {
 		return
 	}
@@ -209,6 +203,19 @@ func (e *endpoint) handleSegment(s *segment) {
 		}
 	}
 	e.finishInput()
+}
+
+// updateTSRecent records the segment's TSval as TS.Recent (RFC 7323 §4.3:
+// the segment covers Last.ACK.sent). It runs only once the segment has passed
+// the sequence and the ACK checks (RFC 5961 §5 with RFC 7323 §4.3): a blind
+// segment with an unacceptable ACK must not move TS.Recent, or PAWS would
+// then drop the real peer's segments.
+func (e *endpoint) updateTSRecent(opts *header.TCPOptions, segOff uint64, now time.Duration) {
+	if e.tsOK && opts.TS && segOff <= e.lastAckSent {
+		e.tsRecent = opts.TSVal
+		e.tsRecentT = now
+		e.tsRecentSet = true
+	}
 }
 
 // finishInput sends what the segment called for: data the ACK allowed, and
