@@ -1,10 +1,12 @@
 package hosttests
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -139,5 +141,39 @@ func TestBlindAckSweepWithRandomTimestampsDoesNotStopTransfer(t *testing.T) {
 	t.Logf("injected %d; B:%s", sent, tcpCounters(rb))
 	if err != nil {
 		t.Fatalf("1 MiB under a blind ACK sweep: %v", err)
+	}
+}
+
+// TestOnPathInjectionDoesNotStartAnAckLoop: 100 bytes injected into B at its
+// RCV.NXT with a valid ACK are accepted there, so B's ACKs acknowledge data
+// A never sent and A's ACKs sit below B's window. Each end answers the
+// other's unacceptable segments; without a per-connection limit two idle
+// ends ACK each other forever (issue 9 defect 2). With it, 10 s of virtual
+// time carry a bounded number of segments: about two a second each way.
+func TestOnPathInjectionDoesNotStartAnAckLoop(t *testing.T) {
+	a := newAttack(t, hostilePath(), tcp.Options{}, tcp.Options{}, 5)
+	if _, err := a.cli.EP.Write(bytes.NewReader(make([]byte, 1000)), tcpip.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.p.Clock.RunFor(time.Second)
+	fromA := a.last[vtest.SideA]
+	inj := tcptest.Seg{Seq: fromA.Seq + fromA.Len(), Ack: fromA.Ack, Flags: header.TCPFlagAck | header.TCPFlagPsh, Wnd: fromA.Wnd,
+		Payload: make([]byte, 100)}
+	if o := fromA.Options(); o.TS {
+		inj.Opts = tcptest.TSOpt(o.TSVal, o.TSEcr)
+	}
+	segs := 0
+	for _, sd := range []vtest.Side{vtest.SideA, vtest.SideB} {
+		a.tap[sd].OnSend = func(tcptest.Seg) { segs++ }
+	}
+	a.toB(inj)
+	a.p.Clock.RunFor(10 * time.Second)
+	ra, rb := a.p.A.Counters(), a.p.B.Counters()
+	t.Logf("%d segments in 10 s; A:%s; B:%s", segs, tcpCounters(ra), tcpCounters(rb))
+	if segs > 50 {
+		t.Fatalf("%d segments in 10 s of idle after an injection: the ends ACK each other without limit", segs)
+	}
+	if counter(ra, "tcp.acks.rate-limited")+counter(rb, "tcp.acks.rate-limited") == 0 {
+		t.Error("tcp.acks.rate-limited not counted")
 	}
 }

@@ -35,3 +35,47 @@ func TestUnacceptableAckDoesNotMoveTSRecent(t *testing.T) {
 		t.Errorf("read %q, want %q", b, "freshnext")
 	}
 }
+
+// TestChallengeAcksAreLimitedPerConnectionAndStackWide: in-window RSTs draw
+// challenge ACKs (RFC 5961 §3.2), at most one per connection per 500 ms and
+// at most the stack's budget per second over all connections (§7), each
+// suppression counted.
+func TestChallengeAcksAreLimitedPerConnectionAndStackWide(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	const limit = 4
+	tcp.SetChallengeLimit(h.s.Gvisor(), limit)
+	var conns []*conn
+	for i := 0; i < 2*limit; i++ {
+		conns = append(conns, h.accept(uint16(80+i), synOptions(1460, 7, true, false, 0)))
+	}
+	h.out()
+	rst := func(c *conn) {
+		h.inject(pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt + 100, flags: header.TCPFlagRst})
+	}
+	// Two RSTs on one connection at once: one challenge.
+	rst(conns[0])
+	rst(conns[0])
+	if n := len(h.out()); n != 1 {
+		t.Fatalf("two in-window RSTs drew %d challenge ACKs, want 1", n)
+	}
+	if got := h.count("tcp.acks.rate-limited"); got != 1 {
+		t.Errorf("tcp.acks.rate-limited = %d, want 1", got)
+	}
+	// One RST on each other connection: the stack's budget runs out.
+	for _, c := range conns[1:] {
+		rst(c)
+	}
+	sent := uint64(len(h.out())) + 1
+	if sent > limit || sent < limit/2 {
+		t.Errorf("%d challenge ACKs in one second over %d connections, want between %d and %d", sent, len(conns), limit/2, limit)
+	}
+	if got := h.count("tcp.challenge-acks.rate-limited"); got != uint64(len(conns))-sent {
+		t.Errorf("tcp.challenge-acks.rate-limited = %d, want %d", got, uint64(len(conns))-sent)
+	}
+	// A second later every connection may challenge again.
+	h.clk.RunFor(time.Second)
+	rst(conns[0])
+	if n := len(h.out()); n != 1 {
+		t.Errorf("a second later: %d challenge ACKs, want 1", n)
+	}
+}

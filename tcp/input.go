@@ -73,14 +73,14 @@ func (e *endpoint) handleSegment(s *segment) {
 	if !ok {
 		e.p.st.dropBadSeq.Inc()
 		if !s.has(header.TCPFlagRst) {
-			e.ackNow = true
+			e.limitedAck(now)
 		}
 		return
 	}
 	if e.tsOK && opts.TS && !s.has(header.TCPFlagRst) && e.tsRecentSet && int32(opts.TSVal-e.tsRecent) < 0 &&
 		now-e.tsRecentT < 24*24*time.Hour {
 		e.p.st.dropPAWS.Inc()
-		e.ackNow = true
+		e.owedAck(s, segOff, now)
 		return
 	}
 	wnd := e.rcvAdv - e.rcvNxt
@@ -103,7 +103,7 @@ func (e *endpoint) handleSegment(s *segment) {
 			if segLen > 0 && segOff < e.rcvNxt && e.sackOK {
 				e.dsack = &reasm.Range{Start: segOff, End: min64(segOff+uint64(len(s.payload)), e.rcvNxt)}
 			}
-			e.ackNow = true
+			e.owedAck(s, segOff, now)
 			if segOff+segLen > e.rcvNxt+wnd {
 				e.p.st.dropBadSeq.Inc()
 			}
@@ -230,22 +230,6 @@ func (e *endpoint) finishInput() {
 	} else if e.ackPending > 0 && !e.tDelack.armed() {
 		e.tDelack.arm(e.p.opts.DelayedAck)
 	}
-}
-
-// challengeAck sends an RFC 5961 challenge ACK, at most ten per second per
-// connection (§7 leaves the limit to the implementation).
-func (e *endpoint) challengeAck(now time.Duration) {
-	if now-e.chalStart > time.Second {
-		e.chalStart = now
-		e.chalCount = 0
-	}
-	if e.chalCount >= 10 {
-		e.p.st.dropRateLimited.Inc()
-		return
-	}
-	e.chalCount++
-	e.p.st.challengeAcks.Inc()
-	e.sendAck()
 }
 
 // sendRSTFor answers an unacceptable ACK in SYN-RECEIVED or SYN-SENT with a
