@@ -79,3 +79,28 @@ func TestChallengeAcksAreLimitedPerConnectionAndStackWide(t *testing.T) {
 		t.Errorf("a second later: %d challenge ACKs, want 1", n)
 	}
 }
+
+// TestListenerAnswersSynAckWithReset: a SYN-ACK to a listener carries an
+// ACK, which is bad in LISTEN: the answer is RST <SEQ=SEG.ACK> and no
+// half-open child (RFC 9293 §3.10.7.2).
+func TestListenerAnswersSynAckWithReset(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	l, _ := h.listen(80, 8)
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: 7000, ack: 123456, flags: header.TCPFlagSyn | header.TCPFlagAck,
+		wnd: 65535, opts: synOptions(1460, 7, true, true, 1)})
+	r := h.one()
+	if r.flags != header.TCPFlagRst || r.seq != 123456 {
+		t.Fatalf("answer to a SYN-ACK in LISTEN: %+v, want a bare RST with seq 123456", r)
+	}
+	// The peer's ACK of a SYN-ACK we never sent finds no child either.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: 7001, ack: 123456, flags: header.TCPFlagAck, wnd: 65535})
+	h.clk.RunFor(time.Second)
+	if _, _, err := l.Accept(nil); err == nil {
+		t.Fatal("a connection was accepted from a SYN-ACK")
+	}
+	for _, s := range h.out() {
+		if s.has(header.TCPFlagSyn) {
+			t.Fatalf("listener sent %+v: a half-open child retransmits", s)
+		}
+	}
+}
