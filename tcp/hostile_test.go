@@ -104,3 +104,41 @@ func TestListenerAnswersSynAckWithReset(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeWaitEndsOnlyForASynWithNewerTimestamp: with timestamps on the old
+// incarnation, a SYN ends TIME-WAIT only if its TSval is newer than the last
+// seen (RFC 6191 §2); a blind SYN above RCV.NXT without one, or with an
+// older one, leaves TIME-WAIT in place.
+func TestTimeWaitEndsOnlyForASynWithNewerTimestamp(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, true, 100))
+	c.ep.Close()
+	h.out()
+	c.hostNxt++ // our FIN
+	c.send(header.TCPFlagFin|header.TCPFlagAck, nil)
+	h.out()
+	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
+		t.Fatalf("state %v, want TIME-WAIT", s)
+	}
+	syn := func(seq, tsVal uint32, ts bool) {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: seq, flags: header.TCPFlagSyn, wnd: 65535,
+			opts: synOptions(1460, 7, true, ts, tsVal)})
+	}
+	syn(c.peerNxt+100000, 0, false)
+	syn(c.peerNxt+200000, c.peerTS-10, true)
+	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
+		t.Fatalf("state %v after blind SYNs (no TSval, old TSval), want TIME-WAIT", s)
+	}
+	for _, s := range h.out() {
+		if s.has(header.TCPFlagSyn) {
+			t.Fatalf("a blind SYN drew a SYN-ACK: %+v", s)
+		}
+	}
+	syn(c.peerNxt+300000, c.peerTS+10, true)
+	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
+		t.Fatalf("state %v after a SYN with a newer TSval, want CLOSED (a new incarnation)", s)
+	}
+	if sa := h.one(); !sa.has(header.TCPFlagSyn) || sa.ack != c.peerNxt+300001 {
+		t.Fatalf("new incarnation's SYN: got %+v, want a SYN-ACK", sa)
+	}
+}

@@ -22,11 +22,9 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 		return
 	}
 	e.mu.Lock()
-	if e.state == StateTimeWait && s.flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) == header.TCPFlagSyn &&
-		int32(s.seq-wire(e.irs, e.rcvNxt)) > 0 {
-		// A new incarnation's SYN above the old sequence space ends
-		// TIME-WAIT early (RFC 9293 §3.10.7.4's allowance, as RFC 6191),
-		// and goes to the listener, if any.
+	if e.state == StateTimeWait && e.newIncarnation(&s) {
+		// A new incarnation's SYN ends TIME-WAIT early and goes to the
+		// listener, if any.
 		e.closeLocked(nil)
 		e.unlock()
 		if l := e.p.s.FindTransportEndpoint(pkt.NetworkProtocolNumber, ProtocolNumber, id, pkt.NICID); l != nil && l != stack.TransportEndpoint(e) {
@@ -46,6 +44,30 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 		}
 	}
 	e.unlock()
+}
+
+// newIncarnation reports whether s, arriving in TIME-WAIT, is a SYN that may
+// end it (RFC 9293 §3.10.7.4's allowance, as RFC 6191 §2 states it). When
+// the old incarnation used timestamps the SYN must carry a TSval newer than
+// TS.Recent, or an equal one and a sequence number above RCV.NXT.
+// Departure from RFC 6191: a SYN without timestamps is not accepted on its
+// sequence number alone there. A peer that used timestamps a moment ago
+// still does, so such a SYN is more likely blind than a new incarnation;
+// refusing it only makes a real one wait for TIME-WAIT to end.
+func (e *endpoint) newIncarnation(s *segment) bool {
+	if s.flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) != header.TCPFlagSyn {
+		return false
+	}
+	above := int32(s.seq-wire(e.irs, e.rcvNxt)) > 0
+	if !e.tsOK || !e.tsRecentSet {
+		return above
+	}
+	so := header.ParseSynOptions(s.opts, false)
+	if !so.TS {
+		return false
+	}
+	d := int32(so.TSVal - e.tsRecent)
+	return d > 0 || d == 0 && above
 }
 
 // HandleError implements stack.TransportEndpoint; ICMP errors are ignored
