@@ -1,6 +1,7 @@
 package tcp_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -140,5 +141,47 @@ func TestTimeWaitEndsOnlyForASynWithNewerTimestamp(t *testing.T) {
 	}
 	if sa := h.one(); !sa.has(header.TCPFlagSyn) || sa.ack != c.peerNxt+300001 {
 		t.Fatalf("new incarnation's SYN: got %+v, want a SYN-ACK", sa)
+	}
+}
+
+// TestReorderedSegmentPassesPAWSAndTSRecentNeverMovesBack: a retransmission
+// fills a hole and sets TS.Recent to its (newer) TSval; the original of the
+// next hole, overtaken on the path, arrives with an older TSval. PAWS
+// accepts it within the reordering tolerance (issue 10 defect 3), TS.Recent
+// stays where it was, and a segment older than the tolerance is still
+// dropped (RFC 7323 §5.3).
+func TestReorderedSegmentPassesPAWSAndTSRecentNeverMovesBack(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, true, 100))
+	base, ts := c.peerNxt, c.peerTS
+	seg := func(i int, tsVal uint32) pseg {
+		return pseg{srcPort: peerPort, dstPort: 80, seq: base + uint32(i*100), ack: c.hostNxt,
+			flags: header.TCPFlagAck, wnd: 65535, opts: tsOption(tsVal, c.hostTS), payload: bytes.Repeat([]byte{byte('a' + i)}, 100)}
+	}
+	h.inject(seg(2, ts+3)) // out of order: holes at 0 and 1
+	h.inject(seg(0, ts+8)) // the retransmission of 0: TS.Recent = ts+8
+	h.out()
+	h.inject(seg(1, ts+2)) // the original of 1, overtaken
+	h.clk.RunFor(time.Second)
+	if got := h.count("tcp.drops.paws"); got != 0 {
+		t.Fatalf("tcp.drops.paws = %d: a reordered original was dropped", got)
+	}
+	var last pseg
+	for _, s := range h.out() {
+		last = s
+	}
+	if last.ack != base+300 {
+		t.Fatalf("ACK %d, want %d (all three segments in)", last.ack, base+300)
+	}
+	if o := last.tcpOpts(); !o.TS || o.TSEcr != ts+8 {
+		t.Fatalf("TSecr %d, want %d: TS.Recent moved back", o.TSEcr, ts+8)
+	}
+	h.inject(seg(3, ts+8-1000))
+	if got := h.count("tcp.drops.paws"); got != 1 {
+		t.Fatalf("tcp.drops.paws = %d after a segment 1000 ticks old, want 1", got)
+	}
+	b, _ := c.read(t)
+	if want := string(bytes.Repeat([]byte{'a'}, 100)) + string(bytes.Repeat([]byte{'b'}, 100)) + string(bytes.Repeat([]byte{'c'}, 100)); string(b) != want {
+		t.Fatalf("read %d bytes %q..., want the three segments in order", len(b), b[:min(len(b), 8)])
 	}
 }

@@ -4,8 +4,6 @@
 package tcp
 
 import (
-	"time"
-
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -99,8 +97,7 @@ func (e *endpoint) handleSegment(s *segment) {
 		}
 		return
 	}
-	if e.tsOK && opts.TS && !s.has(header.TCPFlagRst) && e.tsRecentSet && int32(opts.TSVal-e.tsRecent) < 0 &&
-		now-e.tsRecentT < 24*24*time.Hour {
+	if e.pawsRejects(s, &opts, segOff, now) {
 		e.p.st.dropPAWS.Inc()
 		e.owedAck(s, segOff, now)
 		return
@@ -225,19 +222,6 @@ func (e *endpoint) handleSegment(s *segment) {
 		}
 	}
 	e.finishInput()
-}
-
-// updateTSRecent records the segment's TSval as TS.Recent (RFC 7323 §4.3:
-// the segment covers Last.ACK.sent). It runs only once the segment has passed
-// the sequence and the ACK checks (RFC 5961 §5 with RFC 7323 §4.3): a blind
-// segment with an unacceptable ACK must not move TS.Recent, or PAWS would
-// then drop the real peer's segments.
-func (e *endpoint) updateTSRecent(opts *header.TCPOptions, segOff uint64, now time.Duration) {
-	if e.tsOK && opts.TS && segOff <= e.lastAckSent {
-		e.tsRecent = opts.TSVal
-		e.tsRecentT = now
-		e.tsRecentSet = true
-	}
 }
 
 // finishInput sends what the segment called for: data the ACK allowed, and

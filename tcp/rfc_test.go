@@ -18,7 +18,7 @@ func TestPAWSDropsSegmentWithOldTimestamp(t *testing.T) {
 	h.out()
 	// Same sequence space, older timestamp: PAWS (RFC 7323 §5.3).
 	old := pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck | header.TCPFlagPsh,
-		wnd: 65535, opts: tsOption(c.peerTS-50, c.hostTS), payload: []byte("stale")}
+		wnd: 65535, opts: tsOption(c.peerTS-5000, c.hostTS), payload: []byte("stale")}
 	h.inject(old)
 	a := h.one()
 	if a.ack != c.peerNxt {
