@@ -87,10 +87,11 @@ func (a *attack) transfer(t testing.TB, n int64, horizon time.Duration) error {
 	return err
 }
 
-// hostilePath is 20 Mbit/s with 5 ms one-way delay: 1 MiB takes about half
-// a second, long enough for a sweep to cross the whole sequence space.
+// hostilePath is 20 Mbit/s with 5 ms one-way delay and a queue no window
+// fills, so a transfer loses nothing on its own: 1 MiB takes about half a
+// second, long enough for a sweep to cross the whole sequence space.
 func hostilePath() wire.Config {
-	d := wire.Dir{RateBps: 20e6, Delay: 5 * time.Millisecond}
+	d := wire.Dir{RateBps: 20e6, Delay: 5 * time.Millisecond, QueueBytes: 64 << 20}
 	return wire.Config{AtoB: d, BtoA: d}
 }
 
@@ -175,5 +176,68 @@ func TestOnPathInjectionDoesNotStartAnAckLoop(t *testing.T) {
 	}
 	if counter(ra, "tcp.acks.rate-limited")+counter(rb, "tcp.acks.rate-limited") == 0 {
 		t.Error("tcp.acks.rate-limited not counted")
+	}
+}
+
+// TestBlindSweepsOverTheWholeSequenceSpace: during a 2 MiB transfer a blind
+// attacker, who knows the four-tuple but no sequence numbers, sweeps the
+// whole sequence space once with RSTs, SYNs, data or ACKs (random ACK
+// numbers, no timestamps, which PAWS would otherwise check first), in steps of 256 KiB, less than the receive
+// window once the transfer runs, so the pass lands in it. The connection
+// survives with its bytes intact and retransmits less than 1% extra (the
+// path loses nothing on its own).
+func TestBlindSweepsOverTheWholeSequenceSpace(t *testing.T) {
+	const n = 2 << 20
+	// The sender receives no data: its window stays near its initial size,
+	// so sweeps aimed at it take smaller steps.
+	cases := []struct {
+		name   string
+		side   vtest.Side // attacked
+		flags  header.TCPFlags
+		data   int
+		stride uint32
+	}{
+		{"rst-to-receiver", vtest.SideB, header.TCPFlagRst, 0, 256 << 10},
+		{"rst-to-sender", vtest.SideA, header.TCPFlagRst | header.TCPFlagAck, 0, 64 << 10},
+		{"syn-to-receiver", vtest.SideB, header.TCPFlagSyn, 0, 256 << 10},
+		{"data-to-receiver", vtest.SideB, header.TCPFlagAck | header.TCPFlagPsh, 512, 256 << 10},
+		{"ack-to-sender", vtest.SideA, header.TCPFlagAck, 0, 64 << 10},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAttack(t, hostilePath(), tcp.Options{}, tcp.Options{}, int64(40+i))
+			payload := make([]byte, tc.data)
+			done, sent, total := false, 0, int(1<<32/uint64(tc.stride))
+			inject := a.toB
+			if tc.side == vtest.SideA {
+				inject = a.toA
+			}
+			seq := a.rng.Uint32()
+			batch := total / 4000 // the whole space in 0.4 s
+			a.every(100*time.Microsecond, func() bool {
+				for j := 0; j < batch && !done && sent < total; j++ {
+					inject(tcptest.Seg{Seq: seq, Ack: a.rng.Uint32(), Flags: tc.flags, Wnd: 65535, Payload: payload})
+					seq += tc.stride
+					sent++
+				}
+				return !done && sent < total
+			})
+			err := a.transfer(t, n, 60*time.Second)
+			done = true
+			ra, rb := a.p.A.Counters(), a.p.B.Counters()
+			t.Logf("%d injected; A:%s; B:%s", sent, tcpCounters(ra), tcpCounters(rb))
+			if err != nil {
+				t.Fatalf("transfer under a blind %s sweep: %v", tc.name, err)
+			}
+			if sent < total {
+				t.Errorf("only %d of %d segments injected before the transfer ended", sent, total)
+			}
+			if r := counter(ra, "tcp.retransmitted.bytes"); r*100 > n {
+				t.Errorf("retransmitted %d bytes, more than 1%% of %d", r, n)
+			}
+			if counter(ra, "tcp.resets.received")+counter(rb, "tcp.resets.received") != 0 {
+				t.Error("a blind RST was accepted")
+			}
+		})
 	}
 }
