@@ -18,7 +18,7 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 	if !ok || ackOff > e.sndNxt {
 		// Acknowledges data never sent: ACK and drop (RFC 9293, RFC 5961 §5.2).
 		e.p.st.dropBadAck.Inc()
-		e.ackNow = true
+		e.limitedAck(now)
 		return false
 	}
 	if ackOff+e.maxSndWnd < e.sndUna {
