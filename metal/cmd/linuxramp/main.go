@@ -6,7 +6,7 @@
 // prints bytes received by each mark and the emulator's lateness per run,
 // and marks runs whose p99 lateness exceeds -late as rejected.
 //
-//	go build -o /tmp/linuxramp ./nic/linuxpeer/cmd/linuxramp && sudo /tmp/linuxramp -arms linux,gvisor,netramp -runs 3
+//	go build -o /tmp/linuxramp ./metal/cmd/linuxramp && sudo /tmp/linuxramp -arms linux,gvisor,netramp -runs 3
 package main
 
 import (
