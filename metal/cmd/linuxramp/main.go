@@ -1,12 +1,14 @@
 //go:build linux
 
 // Command linuxramp measures how fast a TCP connection opens its window over
-// an emulated path, with the Linux kernel as sender and receiver (two
-// namespaces), or with gVisor's or netramp's TCP sending to the kernel. It
-// prints bytes received by each mark and the emulator's lateness per run,
-// and marks runs whose p99 lateness exceeds -late as rejected.
+// nic/wire's path in real time, with the Linux kernel as sender and receiver
+// (two namespaces), or with gVisor's TCP or one of this TCP's arms (A, B, P)
+// sending to the kernel. It prints bytes received by each mark and the
+// wire's lateness per run, and marks runs whose p99 lateness exceeds -late
+// as rejected. The bench (osbench) is the judged comparison; this is a
+// quick probe of one path.
 //
-//	go build -o /tmp/linuxramp ./metal/cmd/linuxramp && sudo /tmp/linuxramp -arms linux,gvisor,netramp -runs 3
+//	go build -o /tmp/linuxramp ./metal/cmd/linuxramp && sudo /tmp/linuxramp -arms linux,gvisor,B -runs 3
 package main
 
 import (
@@ -16,67 +18,68 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/nic/linuxpeer"
+	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 )
 
 func main() {
-	rate := flag.Float64("rate", 1e9, "bottleneck rate, bits/s")
-	rtt := flag.Duration("rtt", 2*time.Millisecond, "round-trip propagation delay")
+	preset := flag.String("preset", "", "nic/wire preset of the path (overrides -rate, -rtt, -loss, -ackagg, -ackhold)")
+	rate := flag.Float64("rate", 100e6, "bottleneck rate, bits/s")
+	rtt := flag.Duration("rtt", 10*time.Millisecond, "round-trip propagation delay")
 	loss := flag.Float64("loss", 0, "loss probability per frame, each way")
 	runs := flag.Int("runs", 3, "runs per arm")
-	arms := flag.String("arms", "linux", "comma-separated: linux (kernel to kernel), gvisor, netramp (stack to kernel)")
+	armList := flag.String("arms", "linux", "comma-separated: linux (kernel to kernel), gvisor, or an arm of this TCP ("+strings.Join(arms.Names(), ", ")+") sending to the kernel")
 	cc := flag.String("cc", "cubic", "kernel congestion control")
-	rt := flag.Bool("rt", false, "run the emulator's releasing threads SCHED_FIFO")
-	split := flag.Bool("split", false, "linux arm: split GSO frames so loss and queue act per segment")
-	late := flag.Duration("late", 0, "reject runs whose p99 lateness exceeds this (0 = RTT/10)")
+	late := flag.Duration("late", 500*time.Microsecond, "reject runs whose p99 lateness exceeds this")
 	aggN := flag.Int("ackagg", 0, "hold the receiver's pure ACKs until this many data segments passed (0 = off)")
 	aggHold := flag.Duration("ackhold", 0, "release held ACKs after at most this long (0 = no time limit)")
-	ring := flag.Int("ring", 0, "stack arms: model the card's TX ring with this many slots at the path rate (0 = none)")
-	procs := flag.Int("procs", 0, "GOMAXPROCS (0 = leave): extra Ps let the emulator's threads run beside a busy in-process stack")
 	marksFlag := flag.String("marks", "100ms,300ms,1s,2s", "comma-separated instants to report bytes received by")
 	flag.Parse()
-	if *procs > 0 {
-		runtime.GOMAXPROCS(*procs)
-	}
 	var marks []time.Duration
 	for _, m := range strings.Split(*marksFlag, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(m))
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "-marks: %v\n", err)
-			os.Exit(2)
+			fail("-marks: %v", err)
 		}
 		marks = append(marks, d)
 	}
-	if *late == 0 {
-		*late = *rtt / 10
+	d := wire.Dir{RateBps: int64(*rate), Delay: *rtt / 2, Loss: *loss}
+	path := wire.Config{AtoB: d, BtoA: d, Seed: 1}
+	path.BtoA.AckAggSegments, path.BtoA.AckAggHold = *aggN, *aggHold
+	desc := fmt.Sprintf("%.0f Mbit/s, RTT %v, loss %g, ACK aggregation %d segments / %v", *rate/1e6, *rtt, *loss, *aggN, *aggHold)
+	if *preset != "" {
+		var err error
+		if path, err = wire.Preset(*preset); err != nil {
+			fail("-preset: %v", err)
+		}
+		desc = "preset " + *preset
 	}
-	cfg := linuxpeer.Config{Path: linuxpeer.Symmetric(int64(*rate), *rtt, *loss), CongestionControl: *cc, Realtime: *rt, SplitGSO: *split}
-	cfg.Path.In.AckAggSegments, cfg.Path.In.AckAggHold = *aggN, *aggHold
-	cfg.TxRing = *ring
-	fmt.Printf("path: %.0f Mbit/s, RTT %v, loss %g, ACK aggregation %d segments / %v; marks %v; reject p99 lateness > %v\n",
-		*rate/1e6, *rtt, *loss, *aggN, *aggHold, marks, *late)
+	// The kernel's device queue stands for its card: no TX ring model on a
+	// side the kernel feeds.
+	path.BtoA.TxRing = 0
+	fmt.Printf("path: %s; marks %v; reject p99 lateness > %v\n", desc, marks, *late)
 	failed := false
-	for _, arm := range strings.Split(*arms, ",") {
+	for _, arm := range strings.Split(*armList, ",") {
 		for i := 0; i < *runs; i++ {
-			r, st, err := run(arm, cfg, marks)
+			r, w, err := run(arm, linuxpeer.Config{Wire: path, CongestionControl: *cc}, marks)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s run %d: %v\n", arm, i+1, err)
 				failed = true
 				continue
 			}
+			l := w.Lateness()
 			verdict := "ok"
-			if st.Out.Lateness.Late(*late) || st.In.Lateness.Late(*late) {
+			if l.Late(*late) {
 				verdict = "REJECTED"
 			}
-			fmt.Printf("%-8s run %d: %v  [%s]\n", arm, i+1, r, verdict)
-			fmt.Printf("%-8s        data: %v\n%-8s        acks: %v\n", "", st.Out.Lateness, "", st.In.Lateness)
-			if arm != "linux" && cfg.TxRing > 0 {
-				fmt.Printf("%-8s        writes refused at the full %d-slot ring: %d\n", "", cfg.TxRing, st.RingFull)
+			fmt.Printf("%-8s run %d: %v  [%s]\n%-8s        %v\n", arm, i+1, r, verdict, "", l)
+			if ab, _ := w.Stats(); ab.DropRing > 0 {
+				fmt.Printf("%-8s        writes refused at the full %d-slot ring: %d\n", "", path.AtoB.TxRing, ab.DropRing)
 			}
 		}
 	}
@@ -85,46 +88,59 @@ func main() {
 	}
 }
 
-func run(arm string, cfg linuxpeer.Config, marks []time.Duration) (linuxpeer.RampResult, linuxpeer.PathStats, error) {
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	os.Exit(2)
+}
+
+// run measures one ramp of arm and returns it with the wire it ran on
+// (closed, its statistics final).
+func run(arm string, cfg linuxpeer.Config, marks []time.Duration) (linuxpeer.RampResult, *wire.Wire, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	switch arm {
-	case "linux":
-		cfg.TxRing = 0 // the kernels' own device queues stand for their cards
+	if arm == "linux" {
+		cfg.Wire.AtoB.TxRing = 0
 		pr, err := linuxpeer.StartPair(ctx, cfg)
 		if err != nil {
-			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
+			return linuxpeer.RampResult{}, nil, err
 		}
 		defer pr.Close()
 		ln, err := pr.B.Listen(5001)
 		if err != nil {
-			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
+			return linuxpeer.RampResult{}, nil, err
 		}
 		defer ln.Close()
 		r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
 			return pr.A.Dial(ctx, netip.AddrPortFrom(pr.B.Addr(), 5001))
 		}, ln, marks)
-		return r, pr.Stats(), err
-	case "gvisor", "netramp":
-		p, err := linuxpeer.Start(ctx, cfg)
-		if err != nil {
-			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
-		}
-		defer p.Close()
-		s, err := stack.New(stack.Options{GVisorTCP: arm == "gvisor", NICs: []stack.NIC{{Link: p.Link(), Addr: p.LocalPrefix()}}})
-		if err != nil {
-			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
-		}
-		defer s.Close()
-		ln, err := p.Listen(5001)
-		if err != nil {
-			return linuxpeer.RampResult{}, linuxpeer.PathStats{}, err
-		}
-		defer ln.Close()
-		r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
-			return s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
-		}, ln, marks)
-		return r, p.Stats(), err
+		return r, pr.Wire(), err
 	}
-	return linuxpeer.RampResult{}, linuxpeer.PathStats{}, fmt.Errorf("unknown arm %q (linux, gvisor, netramp)", arm)
+	opts := stack.Options{GVisorTCP: arm == "gvisor"}
+	if arm != "gvisor" {
+		a, err := arms.Lookup(arm)
+		if err != nil {
+			return linuxpeer.RampResult{}, nil, fmt.Errorf("%w (or linux, gvisor)", err)
+		}
+		opts.TCP = a.Options
+	}
+	p, err := linuxpeer.Start(ctx, cfg)
+	if err != nil {
+		return linuxpeer.RampResult{}, nil, err
+	}
+	defer p.Close()
+	opts.NICs = []stack.NIC{{Link: p.Link(), Addr: p.LocalPrefix()}}
+	s, err := stack.New(opts)
+	if err != nil {
+		return linuxpeer.RampResult{}, nil, err
+	}
+	defer s.Close()
+	ln, err := p.Listen(5001)
+	if err != nil {
+		return linuxpeer.RampResult{}, nil, err
+	}
+	defer ln.Close()
+	r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
+		return s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
+	}, ln, marks)
+	return r, p.Wire(), err
 }
