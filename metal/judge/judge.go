@@ -40,6 +40,16 @@ import (
 //go:embed default.rules
 var DefaultRules string
 
+// ParityRules is the rule file of osbench -suite parity: B against the
+// kernel's slowest rows, every arm in real time on one wire.
+//
+//go:embed parity.rules
+var ParityRules string
+
+// ParityRuleNames are the rules whose verdicts make a path's parity
+// verdict: both must be CONFIRMED for parity to be met.
+var ParityRuleNames = []string{"parity-cubic", "parity-bbr"}
+
 // Metrics are the names a rule may compare, with their units.
 var Metrics = map[string]string{
 	"goodput":    "MB/s",

@@ -181,3 +181,17 @@ func TestDefaultRulesParse(t *testing.T) {
 		t.Fatalf("default rules parsed as %+v", r)
 	}
 }
+
+func TestParityRulesParse(t *testing.T) {
+	r := mustParse(t, ParityRules)
+	byName := map[string]Rule{}
+	for _, x := range r {
+		byName[x.Name] = x
+	}
+	for _, n := range ParityRuleNames {
+		x, ok := byName[n]
+		if !ok || x.Kind != AtLeastSlowest || x.X != "B" || x.Tolerance != 0 || x.Metric != "goodput" {
+			t.Errorf("parity rule %s: %+v", n, x)
+		}
+	}
+}
