@@ -47,6 +47,10 @@ type Seg struct {
 	// RetransInFlight: a retransmission sent since the segment was last
 	// marked lost is outstanding (it counts in pipe, RFC 6675 §4).
 	RetransInFlight bool
+
+	// firstXmit and xmit are the queue's send sequence numbers of the
+	// segment's first and latest transmissions (see sentAfter).
+	firstXmit, xmit uint64
 }
 
 // Len is End-Start.
@@ -63,6 +67,10 @@ type AckResult struct {
 	// acknowledged sooner than the minimum RTT after its retransmission.
 	SpuriousHint bool
 	Delivered    uint64 // bytes newly delivered: CumAcked not SACKed before, plus NewlySacked
+	// SpuriousBytes is the retransmitted bytes this ACK shows the peer
+	// already had: reported by a D-SACK, or by a timestamp echo older than
+	// the retransmission (RFC 3522). Each retransmission counts once.
+	SpuriousBytes uint64
 }
 
 // DupThresh is RFC 6675's duplicate threshold, used by RFC 8985 §6.2 step 4:
@@ -73,9 +81,27 @@ const DupThresh = 3
 // capped by SRTT, so a larger multiplier would change nothing.
 const maxReoMult = 64
 
-// recentRetx is how many retransmitted ranges are remembered for matching
-// D-SACKs to retransmissions.
-const recentRetx = 32
+// recentRetx is how many retransmissions are remembered for matching
+// D-SACKs and timestamp echoes to them.
+const recentRetx = 64
+
+// retxRec is one remembered retransmission: its range, its send time, and
+// what is known of its fate.
+type retxRec struct {
+	Range
+	at    time.Duration
+	state retxState
+}
+
+// retxState is a remembered retransmission's fate as far as spurious
+// counting knows it.
+type retxState uint8
+
+const (
+	retxFresh  retxState = iota // nothing known yet
+	retxEchoed                  // counted spurious by a timestamp echo; its D-SACK is still to come
+	retxDone                    // accounted: its D-SACK came, or it was needed
+)
 
 // Queue is the retransmission queue. Not safe for concurrent use.
 type Queue struct {
@@ -86,14 +112,14 @@ type Queue struct {
 	una, nxt uint64
 	started  bool
 	lastPush time.Duration
+	sendSeq  uint64 // transmissions so far: stamps each one's order
 
 	sackedBytes, lostBytes, retxBytes uint64
 	sackedSegs                        int
 
 	// RACK state (RFC 8985 §6.1).
 	rackValid      bool
-	rackXmit       time.Duration
-	rackEnd        uint64
+	rackXmit       uint64 // send sequence number of RACK's segment
 	rackRTT        time.Duration
 	fack           uint64
 	minRTT         time.Duration
@@ -112,7 +138,7 @@ type Queue struct {
 	// not one step per segment it covers.
 	sacked []Range
 
-	retxRing [recentRetx]Range
+	retxRing []retxRec // allocated on the first retransmission
 	retxN    int
 }
 
@@ -202,7 +228,9 @@ func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
 		q.segs = q.segs[:n]
 		q.head = 0
 	}
-	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin})
+	q.sendSeq++
+	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin,
+		firstXmit: q.sendSeq, xmit: q.sendSeq})
 	q.nxt = end
 	return nil
 }
@@ -224,11 +252,18 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	s := &l[i]
 	s.Retrans++
 	s.LastSent = now
+	q.sendSeq++
+	s.xmit = q.sendSeq
 	if !s.RetransInFlight && !s.Sacked {
 		s.RetransInFlight = true
 		q.retxBytes += s.Len()
 	}
-	q.retxRing[q.retxN%recentRetx] = Range{Start: s.Start, End: s.End}
+	rec := retxRec{Range: Range{Start: s.Start, End: s.End}, at: now}
+	if len(q.retxRing) < recentRetx {
+		q.retxRing = append(q.retxRing, rec)
+	} else {
+		q.retxRing[q.retxN%recentRetx] = rec
+	}
 	q.retxN++
 }
 
@@ -245,18 +280,24 @@ func (q *Queue) SetInRecovery(in bool) {
 	q.inRecovery = in
 }
 
-// sentAfter is RFC 8985's RACK_sent_after: was (t1, e1) sent after (t2, e2)?
-func sentAfter(t1 time.Duration, e1 uint64, t2 time.Duration, e2 uint64) bool {
-	return t1 > t2 || (t1 == t2 && e1 > e2)
-}
+// sentAfter is RFC 8985's RACK_sent_after over send sequence numbers: was
+// transmission x1 sent after x2? A departure from RFC 8985 §6.2, which orders
+// by send time and breaks ties by sequence end: several transmissions share
+// an instant (one send opportunity, or ACKs that arrive together), and a
+// retransmission sent after higher-sequence new data in the same instant
+// would look older than that data, so RACK would mark it lost as soon as the
+// new data was delivered, while it is still queued. The stamp is the order
+// the time stands for, so every RFC rule keeps its meaning.
+func sentAfter(x1, x2 uint64) bool { return x1 > x2 }
 
 // delivery tracks the segments one ACK newly delivers.
 type delivery struct {
 	now        time.Duration
+	echo       time.Duration // the ACK answers a transmission sent before echo; 0 unknown
 	karnSent   time.Duration // newest never-retransmitted FirstSent
 	karn       bool
 	rackT      time.Duration // most recently sent segment that passes the RACK filter
-	rackE      uint64
+	rackX      uint64
 	rack       bool
 	minPlain   uint64 // lowest End among never-retransmitted segments
 	plain      bool
@@ -276,14 +317,23 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 		if !d.plain || end < d.minPlain {
 			d.minPlain, d.plain = end, true
 		}
+	} else if d.echo > 0 && s.LastSent >= d.echo {
+		// RFC 8985 §6.2 step 2, first condition (Karn, RFC 6298 §3): the
+		// timestamp echo is older than the latest transmission, so the ACK
+		// does not answer it. Not a RACK sample: taking one would make every
+		// earlier transmission still queued look lost. For a segment
+		// SACKed out of order the echo is the left edge's (RFC 7323 §4.3),
+		// so a SACKed retransmission is seldom a sample; RACK then learns
+		// from the never-retransmitted data sent after it.
+		return
 	} else if q.minRTT > 0 && d.now-s.LastSent < q.minRTT {
-		// RFC 8985 §6.2 step 2: acknowledged too soon to be for the
+		// Step 2, second condition: acknowledged too soon to be for the
 		// retransmission; the original arrived. Not a RACK sample.
 		d.spurious = true
 		return
 	}
-	if !d.rack || sentAfter(s.LastSent, end, d.rackT, d.rackE) {
-		d.rackT, d.rackE, d.rack = s.LastSent, end, true
+	if !d.rack || sentAfter(s.xmit, d.rackX) {
+		d.rackT, d.rackX, d.rack = s.LastSent, s.xmit, true
 	}
 }
 
@@ -291,8 +341,16 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 // blocks in the order received. Pass the first block even when it lies below
 // una: that is a D-SACK (RFC 2883), and it feeds reo_wnd's adaptation.
 func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
+	return q.OnAckEcho(una, sacks, now, 0)
+}
+
+// OnAckEcho is OnAck for an ACK whose timestamp echo (RFC 7323) says the
+// segment it answers was sent before echo (the end of the echoed clock tick);
+// 0 means no usable echo. The echo tells which transmission of a
+// retransmitted segment the ACK answers (RFC 8985 §6.2 step 2).
+func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) AckResult {
 	var res AckResult
-	d := delivery{now: now}
+	d := delivery{now: now, echo: echo}
 	if !q.started {
 		return res
 	}
@@ -307,12 +365,9 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 		if b0.Start < b0.End && (b0.Start < max(una, q.una) ||
 			(len(sacks) > 1 && sacks[1].Start <= b0.Start && b0.End <= sacks[1].End)) {
 			res.DSACK = true
-			for i := 0; i < recentRetx && i < q.retxN; i++ {
-				r := q.retxRing[i]
-				if r.Start < b0.End && b0.Start < r.End {
-					res.SpuriousHint = true
-				}
-			}
+			n := q.countDSACK(b0)
+			res.SpuriousBytes += n
+			res.SpuriousHint = n > 0 || q.retxOverlaps(b0)
 			sacks = sacks[1:]
 		}
 	}
@@ -321,6 +376,9 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 	if una > q.una {
 		res.CumAcked = una - q.una
 		l := q.live()
+		if len(l) > 0 {
+			res.SpuriousBytes += q.echoSpurious(&l[0], echo)
+		}
 		k := 0
 		for k < len(l) && l[k].Start < una {
 			s := &l[k]
@@ -437,8 +495,8 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 	// RFC 8985 §6.2 step 2: RACK.xmit_ts, RACK.end_seq, RACK.rtt.
 	if d.rack {
 		q.rackRTT = now - d.rackT
-		if !q.rackValid || sentAfter(d.rackT, d.rackE, q.rackXmit, q.rackEnd) {
-			q.rackXmit, q.rackEnd, q.rackValid = d.rackT, d.rackE, true
+		if !q.rackValid || sentAfter(d.rackX, q.rackXmit) {
+			q.rackXmit, q.rackValid = d.rackX, true
 		}
 	}
 	// Step 3: a never-retransmitted segment delivered below the highest
@@ -497,9 +555,9 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 	l := q.live()
 	for i := 0; i < len(l); i++ {
 		s := &l[i]
-		// First-send times rise along the queue: once a segment was first
-		// sent after RACK's, so were all later ones.
-		if !sentAfter(q.rackXmit, q.rackEnd, s.FirstSent, s.End) {
+		// First transmissions rise along the queue: once a segment was
+		// first sent after RACK's, so were all later ones.
+		if !sentAfter(q.rackXmit, s.firstXmit) {
 			break
 		}
 		if s.Sacked {
@@ -512,7 +570,7 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 		if s.Lost && !s.RetransInFlight {
 			continue
 		}
-		if !sentAfter(q.rackXmit, q.rackEnd, s.LastSent, s.End) {
+		if !sentAfter(q.rackXmit, s.xmit) {
 			continue
 		}
 		remaining := s.LastSent + q.rackRTT + reo - now
@@ -697,7 +755,6 @@ func (q *Queue) Truncate(end uint64) error {
 		break
 	}
 	q.fack = min(q.fack, end)
-	q.rackEnd = min(q.rackEnd, end)
 	q.rtxHint = min(q.rtxHint, end)
 	return nil
 }
@@ -717,6 +774,7 @@ func (q *Queue) RetransmitRefused(prev Seg) {
 		s.Retrans--
 	}
 	s.LastSent = prev.LastSent
+	s.xmit = prev.xmit
 	if s.RetransInFlight && !prev.RetransInFlight {
 		s.RetransInFlight = false
 		q.retxBytes -= s.Len()
@@ -726,5 +784,81 @@ func (q *Queue) RetransmitRefused(prev Seg) {
 	}
 	if q.retxN > 0 && q.retxRing[(q.retxN-1)%recentRetx].Start == s.Start {
 		q.retxN--
+		if q.retxN < recentRetx {
+			q.retxRing = q.retxRing[:q.retxN]
+		}
 	}
+}
+
+// retxOverlaps reports whether r overlaps a remembered retransmission.
+func (q *Queue) retxOverlaps(r Range) bool {
+	for _, x := range q.retxRing {
+		if x.Start < r.End && r.Start < x.End {
+			return true
+		}
+	}
+	return false
+}
+
+// countDSACK returns the bytes of one D-SACKed range b that match remembered
+// retransmissions not yet accounted, and marks them: a D-SACK reports one
+// duplicate arrival (RFC 2883 §4), so it accounts for one copy. A copy a
+// timestamp echo already counted is taken first, and not counted again. A
+// duplicate of a retransmission too old to be remembered is not counted: the
+// count errs low, never high.
+func (q *Queue) countDSACK(b Range) uint64 {
+	var n uint64
+	covered := b.Start // bytes of b below covered are accounted
+	for {
+		best := -1
+		for i := range q.retxRing {
+			x := &q.retxRing[i]
+			if x.state == retxDone || x.End <= covered || x.Start >= b.End {
+				continue
+			}
+			if best < 0 || x.Start < q.retxRing[best].Start ||
+				x.Start == q.retxRing[best].Start && x.state == retxEchoed {
+				best = i
+			}
+		}
+		if best < 0 {
+			return n
+		}
+		x := &q.retxRing[best]
+		lo, hi := max(x.Start, covered), min(x.End, b.End)
+		if x.state == retxFresh {
+			n += hi - lo
+		}
+		x.state = retxDone
+		covered = hi
+	}
+}
+
+// echoSpurious returns the bytes of s's retransmissions that an ACK
+// cumulatively acknowledging s, with timestamp echo echo, shows needless
+// (RFC 3522): s is the segment at SND.UNA, so the echo is the TSval of the
+// copy of s that arrived first (RFC 7323 §4.3), and every copy sent at or
+// after echo was not needed. They are marked, so that the D-SACKs they cause
+// later are not counted again.
+func (q *Queue) echoSpurious(s *Seg, echo time.Duration) uint64 {
+	if echo <= 0 || s.Retrans == 0 || s.Sacked || s.LastSent < echo {
+		return 0
+	}
+	var n uint64
+	found := false
+	for i := range q.retxRing {
+		x := &q.retxRing[i]
+		if x.at < echo || x.End <= s.Start || x.Start >= s.End {
+			continue
+		}
+		found = true
+		if x.state == retxFresh {
+			x.state = retxEchoed
+			n += x.End - x.Start
+		}
+	}
+	if !found {
+		n = s.Len() // the latest copy, too old to be remembered
+	}
+	return n
 }
