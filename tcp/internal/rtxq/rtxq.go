@@ -48,9 +48,10 @@ type Seg struct {
 	// marked lost is outstanding (it counts in pipe, RFC 6675 §4).
 	RetransInFlight bool
 
-	// firstXmit and xmit are the queue's send sequence numbers of the
-	// segment's first and latest transmissions (see sentAfter).
-	firstXmit, xmit uint64
+	xmit       uint64 // send sequence number of the latest transmission (see sentAfter)
+	prev, next uint64 // neighbours in the send-order list (sendorder.go)
+	linked     bool   // in the send-order list
+	queued     bool   // in the lost queue (lostq.go)
 }
 
 // Len is End-Start.
@@ -111,8 +112,16 @@ type Queue struct {
 
 	una, nxt uint64
 	started  bool
-	lastPush time.Duration
+	lastSend time.Duration
 	sendSeq  uint64 // transmissions so far: stamps each one's order
+
+	base        uint64 // id of segs[0]
+	first, last uint64 // ends of the send-order list
+	lostQ       []uint64
+	// visits counts segments looked at by the per-ACK paths (cumulative
+	// ACK, SACK marking, loss detection, the lost queue), so tests can
+	// show that cost follows what an ACK changes, not the queue's length.
+	visits uint64
 
 	sackedBytes, lostBytes, retxBytes uint64
 	sackedSegs                        int
@@ -131,8 +140,6 @@ type Queue struct {
 	inRecovery     bool
 	lastSRTT       time.Duration
 
-	rtxHint uint64 // no retransmission candidate below this offset
-
 	// sacked lists the SACKed segments as merged, sorted ranges above
 	// SND.UNA, so a block repeated on every ACK costs O(log n) to skip,
 	// not one step per segment it covers.
@@ -147,7 +154,7 @@ func New(maxSegs int) *Queue {
 	if maxSegs < 1 {
 		maxSegs = 1
 	}
-	return &Queue{maxSegs: maxSegs, reoMult: 1}
+	return &Queue{maxSegs: maxSegs, reoMult: 1, first: noID, last: noID}
 }
 
 func (q *Queue) live() []Seg { return q.segs[q.head:] }
@@ -203,8 +210,8 @@ func (q *Queue) Newest() (Seg, bool) {
 func (q *Queue) Segs(dst []Seg) []Seg { return append(dst, q.live()...) }
 
 // Push records newly sent data [start, end), which must continue the queue.
-// A send time earlier than the previous push's is taken as the previous's,
-// so first-send times never decrease along the queue.
+// A send time earlier than the previous send's is taken as the previous's,
+// so send times never decrease along the send-order list.
 func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
 	if end <= start {
 		return fmt.Errorf("%w: [%d, %d)", ErrEmptySegment, start, end)
@@ -217,22 +224,28 @@ func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
 	}
 	if !q.started {
 		q.started = true
-		q.una, q.fack, q.rtxHint = start, start, start
+		q.una, q.fack = start, start
 	}
-	if now < q.lastPush {
-		now = q.lastPush
-	}
-	q.lastPush = now
+	now = q.sent(now)
 	if q.head > 0 && q.head >= len(q.segs)/2 {
 		n := copy(q.segs, q.live())
 		q.segs = q.segs[:n]
+		q.base += uint64(q.head)
 		q.head = 0
 	}
-	q.sendSeq++
-	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin,
-		firstXmit: q.sendSeq, xmit: q.sendSeq})
+	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin, xmit: q.sendSeq})
+	q.link(q.idOf(q.Len() - 1))
 	q.nxt = end
 	return nil
+}
+
+// sent stamps a transmission at now: it returns the send time to record,
+// never earlier than the previous one, and advances the send sequence.
+func (q *Queue) sent(now time.Duration) time.Duration {
+	now = max(now, q.lastSend)
+	q.lastSend = now
+	q.sendSeq++
+	return now
 }
 
 // find is the index in live of the first segment with End > off.
@@ -249,14 +262,19 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	if i >= len(l) || l[i].Start != start {
 		return
 	}
+	id := q.idOf(i)
 	s := &l[i]
+	now = q.sent(now)
 	s.Retrans++
 	s.LastSent = now
-	q.sendSeq++
 	s.xmit = q.sendSeq
 	if !s.RetransInFlight && !s.Sacked {
 		s.RetransInFlight = true
 		q.retxBytes += s.Len()
+	}
+	q.unlink(id)
+	if markable(s) {
+		q.link(id)
 	}
 	rec := retxRec{Range: Range{Start: s.Start, End: s.End}, at: now}
 	if len(q.retxRing) < recentRetx {
@@ -381,6 +399,7 @@ func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) Ac
 		}
 		k := 0
 		for k < len(l) && l[k].Start < una {
+			q.visits++
 			s := &l[k]
 			end := s.End
 			if end > una {
@@ -406,16 +425,15 @@ func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) Ac
 			if s.Sacked {
 				q.sackedSegs--
 			}
+			q.unlink(q.idOf(k))
 			*s = Seg{}
 			k++
 		}
 		q.head += k
 		q.una = una
 		q.trimSacked(una)
-		if q.rtxHint < una {
-			q.rtxHint = una
-		}
 		if q.Len() == 0 {
+			q.base += uint64(len(q.segs))
 			q.segs, q.head = q.segs[:0], 0
 		}
 	}
@@ -447,11 +465,13 @@ func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) Ac
 				gapEnd = q.sacked[j].Start
 			}
 			for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
+				q.visits++
 				s := &l[i]
 				if s.Sacked || s.Start < b.Start || s.End > b.End {
 					continue
 				}
 				n := s.Len()
+				q.unlink(q.idOf(i))
 				s.Sacked = true
 				q.sackedBytes += n
 				q.sackedSegs++
@@ -552,39 +572,31 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 		return 0, 0
 	}
 	reo := q.ReoWnd(0)
-	l := q.live()
-	for i := 0; i < len(l); i++ {
-		s := &l[i]
-		// First transmissions rise along the queue: once a segment was
-		// first sent after RACK's, so were all later ones.
-		if !sentAfter(q.rackXmit, s.firstXmit) {
+	// Walk the send-order list from its oldest transmission: send times
+	// rise along it, so the first segment not lost yet ends the walk.
+	for id := q.first; id != noID; {
+		s := q.at(id)
+		q.visits++
+		if !sentAfter(q.rackXmit, s.xmit) {
 			break
 		}
-		if s.Sacked {
-			// Jump to the last segment of this SACKed run.
-			if k := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End > s.Start }); k < len(q.sacked) {
-				i = q.find(q.sacked[k].End - 1) // the loop's i++ steps past it
-			}
-			continue
-		}
-		if s.Lost && !s.RetransInFlight {
-			continue
-		}
-		if !sentAfter(q.rackXmit, s.xmit) {
-			continue
-		}
 		remaining := s.LastSent + q.rackRTT + reo - now
-		if remaining <= 0 {
-			newlyLost += s.Len()
-			q.markLost(s)
-		} else if reoTimer == 0 || remaining < reoTimer {
+		if remaining > 0 {
 			reoTimer = remaining
+			break
 		}
+		next := s.next
+		newlyLost += s.Len()
+		q.markLost(id)
+		id = next
 	}
 	return newlyLost, reoTimer
 }
 
-func (q *Queue) markLost(s *Seg) {
+// markLost marks segment id lost: out of the send-order list, into the lost
+// queue.
+func (q *Queue) markLost(id uint64) {
+	s := q.at(id)
 	if s.RetransInFlight {
 		s.RetransInFlight = false
 		q.retxBytes -= s.Len()
@@ -593,9 +605,8 @@ func (q *Queue) markLost(s *Seg) {
 		s.Lost = true
 		q.lostBytes += s.Len()
 	}
-	if s.Start < q.rtxHint {
-		q.rtxHint = s.Start
-	}
+	q.unlink(id)
+	q.queueLost(id)
 }
 
 // NextToRetransmit is the lowest segment marked lost and not retransmitted
@@ -603,15 +614,13 @@ func (q *Queue) markLost(s *Seg) {
 // its congestion window allows: every lost segment comes out in order, so a
 // recovery drains a whole hole per round trip, not one segment per timeout.
 func (q *Queue) NextToRetransmit() (Seg, bool) {
-	l := q.live()
-	for i := q.find(q.rtxHint); i < len(l); i++ {
-		s := &l[i]
-		if s.Lost && !s.RetransInFlight && !s.Sacked {
-			q.rtxHint = s.Start
-			return *s, true
+	for len(q.lostQ) > 0 {
+		q.visits++
+		if id := q.lostQ[0]; q.held(id) && waiting(q.at(id)) {
+			return *q.at(id), true
 		}
+		q.popLost()
 	}
-	q.rtxHint = q.nxt
 	return Seg{}, false
 }
 
@@ -634,15 +643,16 @@ func (q *Queue) OnRTO(now time.Duration) {
 			}
 		}
 		q.sacked = q.sacked[:0]
+		q.relink()
 	}
 	reo := q.ReoWnd(0)
 	for i := range l {
 		s := &l[i]
-		if s.Sacked || (s.Lost && !s.RetransInFlight) {
+		if !markable(s) {
 			continue
 		}
 		if i == 0 || !q.rackValid || s.LastSent+q.rackRTT+reo-now <= 0 {
-			q.markLost(s)
+			q.markLost(q.idOf(i))
 		}
 	}
 }
@@ -693,9 +703,9 @@ func (q *Queue) trimSacked(una uint64) {
 	for k < len(q.sacked) && q.sacked[k].End <= una {
 		k++
 	}
-	if k > 0 {
-		q.sacked = append(q.sacked[:0], q.sacked[k:]...)
-	}
+	// Reslice rather than copy: a cumulative ACK costs the ranges it
+	// passes, not the ones left; append reclaims the space when it grows.
+	q.sacked = q.sacked[k:]
 	if len(q.sacked) > 0 && q.sacked[0].Start < una {
 		q.sacked[0].Start = una
 	}
@@ -730,6 +740,7 @@ func (q *Queue) Truncate(end uint64) error {
 	}
 	for j := i; j < len(l); j++ {
 		s := &l[j]
+		q.unlink(q.idOf(j))
 		switch {
 		case s.Sacked:
 			q.sackedBytes -= s.Len()
@@ -755,7 +766,6 @@ func (q *Queue) Truncate(end uint64) error {
 		break
 	}
 	q.fack = min(q.fack, end)
-	q.rtxHint = min(q.rtxHint, end)
 	return nil
 }
 
@@ -769,6 +779,7 @@ func (q *Queue) RetransmitRefused(prev Seg) {
 	if i >= len(l) || l[i].Start != prev.Start {
 		return
 	}
+	id := q.idOf(i)
 	s := &l[i]
 	if s.Retrans > 0 {
 		s.Retrans--
@@ -779,8 +790,12 @@ func (q *Queue) RetransmitRefused(prev Seg) {
 		s.RetransInFlight = false
 		q.retxBytes -= s.Len()
 	}
-	if s.Lost {
-		q.rtxHint = min(q.rtxHint, s.Start)
+	q.unlink(id)
+	if markable(s) {
+		q.insertBySend(id)
+	}
+	if waiting(s) {
+		q.queueLost(id)
 	}
 	if q.retxN > 0 && q.retxRing[(q.retxN-1)%recentRetx].Start == s.Start {
 		q.retxN--
