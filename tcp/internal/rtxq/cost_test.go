@@ -19,8 +19,8 @@ type ackSim struct {
 	dropEvery uint64
 	now       time.Duration
 	flight    []simTx // transmissions in send order, oldest first
-	got       []bool // by segment number: arrived above cum
-	cum       uint64 // receiver's next expected offset
+	got       []bool  // by segment number: arrived above cum
+	cum       uint64  // receiver's next expected offset
 	resent    int
 }
 
