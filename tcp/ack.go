@@ -96,7 +96,8 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	}
 	e.sackScratch = sacks[:0]
 	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAck(ackOff, sacks, now)
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
 	progress := ackOff > e.sndUna
 	if progress {
 		e.sndUna = ackOff
