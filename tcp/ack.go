@@ -162,12 +162,10 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 			e.fastRtx = true
 		}
 	}
-	acked := res.CumAcked + res.NewlySacked
+	// Loss is detected before cc sees the ACK, so an ACK that reveals a loss
+	// reduces the window without first growing it (RFC 9438 §4.6: cwnd does
+	// not grow in recovery, and cwnd_prior is the window before the loss).
 	srtt := e.est.SRTT()
-	e.ctl.OnAck(cc.Ack{
-		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
-		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
-	})
 	if e.sackOK {
 		lost, reo := e.q.DetectLoss(now, srtt)
 		if reo > 0 {
@@ -184,6 +182,11 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		e.renoRecovery = true
 		e.renoRtx = true
 	}
+	acked := res.CumAcked + res.NewlySacked
+	e.ctl.OnAck(cc.Ack{
+		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
+		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
+	})
 	if e.inRecovery {
 		delivered := res.Delivered + dupDelivered
 		e.prrDelivered += delivered
