@@ -121,6 +121,10 @@ func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes
 // retransmissions of lost segments first, then new data and the FIN, while
 // the congestion window, the peer's window, the data and the card's credit
 // allow. It ends on exactly one stop reason, reported to cc with the flight.
+// The card is asked last, only for a segment that is otherwise ready, so an
+// application or peer-window stop overrides the card's verdict (the gate
+// would grow cwnd on a card stop, cc/limited.go); a full cwnd with a full
+// card reports cwnd, which the gate reads the same way.
 func (e *endpoint) output() {
 	switch e.state {
 	case StateEstablished, StateCloseWait, StateFinWait1, StateClosing, StateLastAck:
@@ -136,10 +140,6 @@ func (e *endpoint) output() {
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := e.maxPayload()
 	for {
-		if e.cardStopped() {
-			reason = cc.StopCard
-			break
-		}
 		seg, ok := e.q.NextToRetransmit()
 		reno := false
 		if !ok && e.renoRtx {
@@ -153,6 +153,10 @@ func (e *endpoint) output() {
 			l := seg.End - seg.Start
 			if !e.fastRtx && (e.inRecovery && int64(l) > e.prrSndcnt || !e.inRecovery && e.q.InFlight()+l > cwnd && e.q.InFlight() > 0) {
 				reason = cc.StopCwnd
+				break
+			}
+			if e.cardStopped() {
+				reason = cc.StopCard
 				break
 			}
 			e.fastRtx = false
@@ -211,6 +215,10 @@ func (e *endpoint) output() {
 		}
 		if e.cork && size < uint64(smss) && size == avail && !e.finQueued {
 			reason = cc.StopApp
+			break
+		}
+		if e.cardStopped() {
+			reason = cc.StopCard
 			break
 		}
 		if e.paceWait(now, int(size)) {

@@ -30,7 +30,8 @@ type captureLink struct {
 	*channel.Endpoint
 	refuse  bool
 	refused int
-	credit  int // reported TxFree; 0 = unlimited
+	credit  int  // reported TxFree; 0 = unlimited
+	full    bool // the ring has no room: TxFree reports 0
 	waiters []func()
 }
 
@@ -45,6 +46,9 @@ func (l *captureLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Err
 func (l *captureLink) TxCredit() nic.Credit { return l }
 
 func (l *captureLink) TxFree() int {
+	if l.full {
+		return 0
+	}
 	if l.credit == 0 {
 		return 1 << 20
 	}
