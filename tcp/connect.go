@@ -16,6 +16,7 @@ import (
 	"github.com/netramp/netramp/tcp/internal/isn"
 	"github.com/netramp/netramp/tcp/internal/pacer"
 	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/recovery"
 	"github.com/netramp/netramp/tcp/internal/rtt"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 	"github.com/netramp/netramp/tcp/internal/sendbuf"
@@ -73,6 +74,7 @@ func (e *endpoint) initConn() {
 	}
 	e.maxSegs = o.SendBufferMax/max(e.smss, 1) + 64
 	e.q = rtxq.New(e.maxSegs)
+	e.rec = recovery.New(e.smss)
 	c, err := cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})
 	if err != nil {
 		c, _ = cc.New(cc.Config{SMSS: e.smss, Arm: o.Arm, Counters: e.p.st.cc})

@@ -141,17 +141,17 @@ func (e *endpoint) output() {
 	smss := e.maxPayload()
 	for {
 		seg, ok := e.q.NextToRetransmit()
-		reno := false
-		if !ok && e.renoRtx {
+		head := false
+		if !ok && e.rec.WantHead() {
 			seg, ok = e.q.Oldest()
-			reno = ok
+			head = ok
 			if !ok {
-				e.renoRtx = false
+				e.rec.HeadDone()
 			}
 		}
 		if ok {
 			l := seg.End - seg.Start
-			if !e.fastRtx && (e.inRecovery && int64(l) > e.prrSndcnt || !e.inRecovery && e.q.InFlight()+l > cwnd && e.q.InFlight() > 0) {
+			if !e.rec.MaySend(l, e.q.InFlight(), cwnd, true) {
 				reason = cc.StopCwnd
 				break
 			}
@@ -159,11 +159,9 @@ func (e *endpoint) output() {
 				reason = cc.StopCard
 				break
 			}
-			e.fastRtx = false
-			if reno {
-				e.renoRtx = false
+			if head {
+				e.rec.HeadDone()
 			}
-			e.prrSent(l)
 			if e.paceWait(now, int(l)) {
 				return
 			}
@@ -194,8 +192,7 @@ func (e *endpoint) output() {
 			e.armPersist()
 			break
 		}
-		inflight := e.q.InFlight()
-		if size > 0 && (e.inRecovery && int64(size) > e.prrSndcnt || !e.inRecovery && inflight+size > cwnd) {
+		if !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
 			reason = cc.StopCwnd
 			break
 		}
@@ -237,7 +234,7 @@ func (e *endpoint) output() {
 		if e.sndNxt > e.sndMax {
 			e.sndMax = e.sndNxt
 		}
-		e.prrSent(size)
+		e.rec.OnSent(size, false)
 		e.sendData(start, end, fin, nil)
 		if e.pace != nil {
 			e.pace.Sent(now, int(size)+header.TCPMinimumSize)
@@ -259,14 +256,6 @@ func (e *endpoint) output() {
 	}
 	if e.q.Outstanding() > 0 {
 		e.armRetransmitTimer(sentNew)
-	}
-}
-
-// prrSent charges n bytes sent during recovery to PRR's allowance.
-func (e *endpoint) prrSent(n uint64) {
-	if e.inRecovery {
-		e.prrOut += n
-		e.prrSndcnt -= int64(n)
 	}
 }
 
@@ -321,9 +310,7 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	}
 	prev, _ := e.q.Seg(start)
 	e.q.Retransmitted(start, now)
-	if e.undoable {
-		e.undoRetrans++
-	}
+	e.rec.OnSent(end-start, true)
 	e.sendData(start, end, fin, &prev)
 	if e.pace != nil {
 		e.pace.Sent(now, int(end-start)+header.TCPMinimumSize)
@@ -350,9 +337,7 @@ func (e *endpoint) refused(segs []outSeg) {
 		if s.rtx {
 			e.p.st.retransBytes.Add(^uint64(s.payload - 1))
 			e.q.RetransmitRefused(s.prev)
-			if e.undoable && e.undoRetrans > 0 {
-				e.undoRetrans--
-			}
+			e.rec.OnRefused(true)
 		}
 		if s.end == s.start && !s.isRst {
 			e.ackNow = true
