@@ -66,6 +66,11 @@ type Dir struct {
 	// Reorder a frame never arrives before the one sent ahead of it.
 	Jitter  time.Duration
 	Reorder bool
+	// JitterPeriod, with Jitter, keeps one draw for every frame that leaves
+	// the bottleneck within the same JitterPeriod of wire time (periods start
+	// at 0), so the delay wanders as a shared medium's access delay does
+	// rather than changing frame by frame; 0 draws per frame.
+	JitterPeriod time.Duration
 	// Loss is the probability that a frame leaving the bottleneck is lost.
 	Loss float64
 	// Burst, when set, is a burst-loss channel applied after Loss.
@@ -83,6 +88,14 @@ type Dir struct {
 	// ACKs ahead of itself, so the aggregator never reorders.
 	AckAggSegments int
 	AckAggHold     time.Duration
+	// AckAggGap, with AckAggSegments, also releases the held ACKs once the
+	// other direction has delivered no data segment for AckAggGap, and lets
+	// an ACK through at once while it stays idle: the peer acknowledges each
+	// burst it receives (a Wi-Fi aggregate ends when the sender's queue runs
+	// dry), so the group grows with the load up to AckAggSegments, and a
+	// window smaller than that is acknowledged once per flight, not after
+	// AckAggHold.
+	AckAggGap time.Duration
 	// AckAggCoalesce, with AckAggSegments, releases only the newest held pure
 	// ACK of each TCP flow: the sender sees one stretch ACK for the whole
 	// group, as from a receiver that acknowledges once per aggregate (GRO, or
@@ -138,6 +151,8 @@ func (d *Dir) validate(name string) error {
 		{"TxRing", d.TxRing < 0, d.TxRing},
 		{"AckAggSegments", d.AckAggSegments < 0, d.AckAggSegments},
 		{"AckAggHold", d.AckAggHold < 0, d.AckAggHold},
+		{"AckAggGap", d.AckAggGap < 0, d.AckAggGap},
+		{"JitterPeriod", d.JitterPeriod < 0, d.JitterPeriod},
 	} {
 		if c.neg {
 			return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f(c.field), c.v)
@@ -146,8 +161,16 @@ func (d *Dir) validate(name string) error {
 	if d.AckAggCoalesce && d.AckAggSegments == 0 {
 		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggCoalesce"), f("AckAggSegments"))
 	}
-	if d.AckAggHold > 0 && d.AckAggSegments == 0 {
-		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggHold"), f("AckAggSegments"))
+	for _, c := range []struct {
+		field string
+		set   bool
+	}{{"AckAggHold", d.AckAggHold > 0}, {"AckAggGap", d.AckAggGap > 0}} {
+		if c.set && d.AckAggSegments == 0 {
+			return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f(c.field), f("AckAggSegments"))
+		}
+	}
+	if d.JitterPeriod > 0 && d.Jitter == 0 {
+		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("JitterPeriod"), f("Jitter"))
 	}
 	for _, p := range []struct {
 		field string
