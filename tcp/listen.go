@@ -85,6 +85,14 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	switch {
 	case s.has(header.TCPFlagRst):
 		return
+	case s.has(header.TCPFlagAck) && s.has(header.TCPFlagSyn):
+		// Any ACK is bad in LISTEN, a SYN-ACK included: RST <SEQ=SEG.ACK>,
+		// and no child (RFC 9293 §3.10.7.2, second check).
+		e.p.st.dropState.Inc()
+		if out, r := e.p.buildRST(id, pkt, s); out != nil {
+			e.after = append(e.after, func() { e.p.sendBuilt(r, out, true) })
+		}
+		return
 	case s.has(header.TCPFlagAck) && !s.has(header.TCPFlagSyn):
 		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
 		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)

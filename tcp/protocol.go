@@ -49,6 +49,8 @@ type protocol struct {
 	jar    *syncookie.Jar
 	tsKey  [16]byte
 	serial atomic.Uint64
+	// challenges is the stack-wide challenge-ACK limit (RFC 5961 §7).
+	challenges *stackLimit
 }
 
 // fill replaces zero fields by their defaults; validate has run.
@@ -97,6 +99,7 @@ func NewProtocolFactory(o Options) (stack.TransportProtocolFactory, error) {
 		_, _ = io.ReadFull(rng.Reader, p.tsKey[:])
 		p.isn = isn.New(k1)
 		p.jar = syncookie.New(k2)
+		p.challenges = newStackLimit(challengeAcksPerSecond, binary.LittleEndian.Uint64(p.tsKey[8:]))
 		return p
 	}, nil
 }
