@@ -51,7 +51,7 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 	}
 	if len(payload) > 0 {
 		if dataOff == e.rcvNxt {
-			if free := len(e.rcvRing) - e.rcvLen; len(payload) > free {
+			if free := e.rcvRoom(); len(payload) > free {
 				// Cannot happen while the window is honoured (the ring
 				// holds the whole advertised window); keep what fits and
 				// let the rest be retransmitted rather than lose it.
@@ -119,6 +119,10 @@ func (e *endpoint) rttForTuning() time.Duration {
 	}
 	return e.rcvRTT.RTT()
 }
+
+// rcvRoom is what the receive ring may still take: the buffer and its spare
+// (rcvSpare) less what is unread.
+func (e *endpoint) rcvRoom() int { return len(e.rcvRing) - e.rcvLen }
 
 // appendRcv copies in-order bytes into the receive ring.
 func (e *endpoint) appendRcv(p []byte) {
@@ -275,8 +279,8 @@ func (e *endpoint) scaleWindow(target uint64) uint16 {
 	// a unit rather than promise bytes the ring cannot hold; the peer sends
 	// nothing it would have to retransmit, and RFC 7323 §2.4 expects senders
 	// to meet such retreats.
-	room := e.rcvNxt + uint64(len(e.rcvRing)-e.rcvLen)
-	if e.rcvRing != nil && e.rcvNxt+scaled<<e.rcvWS > room {
+	room := e.rcvNxt + uint64(e.rcvRoom())
+	if e.ooo != nil && e.rcvNxt+scaled<<e.rcvWS > room {
 		scaled = (room - e.rcvNxt) >> e.rcvWS
 		e.p.st.rcvEdgeRetreats.Inc()
 	}
