@@ -94,6 +94,9 @@ type LinkWrap func(side Side, ep gstack.LinkEndpoint, clk *vclock.Clock) gstack.
 // NewPairLinks is NewPairWith with each wire end passed through wrap (nil:
 // none) before its stack is built on it.
 func NewPairLinks(cfg wire.Config, a, b stack.Options, seed int64, wrap LinkWrap) (*Pair, error) {
+	if a.GVisorTCP || b.GVisorTCP {
+		return nil, fmt.Errorf("%w: GVisorTCP does not run in virtual time (NewPairWith)", stack.ErrBadOptions)
+	}
 	clk := vclock.New(Epoch)
 	if cfg.Seed == 0 {
 		cfg.Seed = seed

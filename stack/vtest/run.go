@@ -55,7 +55,10 @@ func (r *Result) ReceivedBy(d time.Duration) int64 { return r.sink.ReceivedBy(d)
 // returns the Result so far with an error wrapping ErrTimeout; a failed
 // check returns the Result with the check's error.
 func OneTransfer(r Run) (*Result, error) {
-	if r.Horizon <= 0 {
+	if r.Horizon < 0 || r.Bytes < 0 {
+		return nil, fmt.Errorf("%w: Run.Horizon %v and Run.Bytes %d must not be negative", stack.ErrBadOptions, r.Horizon, r.Bytes)
+	}
+	if r.Horizon == 0 {
 		r.Horizon = 10 * time.Minute
 	}
 	p, err := NewPairLinks(r.Wire, stack.Options{TCP: r.Sender}, stack.Options{TCP: r.Receiver}, r.Seed, r.Wrap)

@@ -3,12 +3,14 @@ package vtest
 import (
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/nic/wire"
+	"github.com/netramp/netramp/stack"
 	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/tcp"
 )
@@ -193,5 +195,26 @@ func TestOneTransferHandsTheTraceAndTheClockToTheCaller(t *testing.T) {
 	}
 	if wrapped != 2 || clocks[0] == nil || clocks[0] != clocks[1] || clocks[0].Elapsed() != res.VirtualEnd {
 		t.Fatalf("wrap called %d times with clocks %v; want both sides, one clock at the run's end", wrapped, clocks)
+	}
+}
+
+// TestBadRunsAreErrorsNamingTheField: a negative horizon or size, or gVisor's
+// TCP (which never completes in virtual time), is an error, not a default
+// or a hang.
+func TestBadRunsAreErrorsNamingTheField(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		run   func() error
+	}{
+		{"Run.Horizon", func() error { _, err := OneTransfer(Run{Bytes: 1, Horizon: -1}); return err }},
+		{"Run.Bytes", func() error { _, err := OneTransfer(Run{Bytes: -1}); return err }},
+		{"GVisorTCP", func() error {
+			_, err := NewPairWith(wire.Config{}, stack.Options{GVisorTCP: true}, stack.Options{}, 1)
+			return err
+		}},
+	} {
+		if err := tc.run(); !errors.Is(err, stack.ErrBadOptions) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: %v, want ErrBadOptions naming it", tc.field, err)
+		}
 	}
 }
