@@ -117,7 +117,7 @@ func (e *endpoint) rttForTuning() time.Duration {
 	if e.est.HasSample() {
 		return e.est.SRTT()
 	}
-	return e.rcvRTT.RTT()
+	return e.rcvRTT.RTT() // control:rcv-rtt
 }
 
 // rcvRoom is what the receive ring may still take: the buffer and its spare

@@ -5,6 +5,7 @@
 #   ci/controls/run.sh                 every ci/controls/*.patch
 #   ci/controls/run.sh NAME...         only these (NAME or NAME.patch or a path)
 #   ci/controls/run.sh --self-check    prove the runner rejects a control that injects nothing
+#   ci/controls/run.sh --apply [NAME...]  only check that each control still applies (no tests)
 #
 # A control's header, before its first "diff --git", holds two lines:
 #   Control: <the defect it injects, one line>
@@ -94,7 +95,12 @@ run_one() {
 	dir=$(mktemp -d /tmp/netramp-control."$name".XXXXXX)
 	# The tree as it stands: tracked files that exist, plus untracked files
 	# that are not ignored.
-	(cd "$root" && git ls-files -z --cached --others --exclude-standard) |
+	# With --apply, only the files the control names.
+	if [ -n "$apply_only" ]; then
+		{ sed -n 's|^diff --git a/\([^ ]*\) .*|\1|p' "$patch"; sed -n '/^diff --git /q; s/^Mutate:[[:space:]]*\([^[:space:]]*\).*/\1/p' "$patch"; } | tr '\n' '\0'
+	else
+		(cd "$root" && git ls-files -z --cached --others --exclude-standard)
+	fi |
 		while IFS= read -r -d '' f; do [ -f "$root/$f" ] && printf '%s\0' "$f"; done |
 		(cd "$root" && tar --null --no-recursion -T - -cf -) | tar -xf - -C "$dir"
 
@@ -111,6 +117,11 @@ run_one() {
 			rm -rf "$dir"
 			return
 		fi
+	fi
+	if [ -n "$apply_only" ]; then
+		printf 'applies\tcontrol %s: applies\n' "$name" >"$result"
+		rm -rf "$dir"
+		return
 	fi
 
 	out=$(cd "$dir" && go test -count=1 -run "$re" "$pkg" 2>&1)
@@ -148,6 +159,11 @@ run_one() {
 if [ "${1:-}" = "--self-check" ]; then
 	self_check
 	exit $?
+fi
+apply_only=""
+if [ "${1:-}" = "--apply" ]; then
+	apply_only=1
+	shift
 fi
 
 patches=()
@@ -187,11 +203,12 @@ for p in "${patches[@]}"; do
 done
 wait
 
-red=0 green=0 broken=0
+red=0 green=0 broken=0 applied=0
 for r in "$results"/[0-9][0-9][0-9]; do
 	IFS=$'\t' read -r verdict line <"$r"
 	echo "$line"
 	case $verdict in
+	applies) applied=$((applied + 1)) ;;
 	red) red=$((red + 1)) ;;
 	green) green=$((green + 1)) ;;
 	*) broken=$((broken + 1))
@@ -199,6 +216,7 @@ for r in "$results"/[0-9][0-9][0-9]; do
 	esac
 done
 summary="controls: $red red, $green green"
+[ -n "$apply_only" ] && summary="controls: $applied apply"
 [ "$broken" -gt 0 ] && summary="$summary, $broken broken"
 echo "$summary"
 [ "$green" -eq 0 ] && [ "$broken" -eq 0 ]
