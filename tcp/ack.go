@@ -57,6 +57,8 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 // onAck updates the send side from an acceptable ACK: window, SACK
 // scoreboard, RTT, congestion control, loss detection and recovery.
 func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uint64, now time.Duration) {
+	// The peer answers: it is alive, whatever its window.
+	e.persistProbes = 0 // control:persist-answered
 	// Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2).
 	if e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff {
 		e.sndWnd = uint64(s.wnd) << e.sndWS
@@ -94,7 +96,8 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	}
 	e.sackScratch = sacks[:0]
 	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAck(ackOff, sacks, now)
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
 	progress := ackOff > e.sndUna
 	if progress {
 		e.sndUna = ackOff

@@ -195,6 +195,7 @@ type endpoint struct {
 
 	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
 	persistBackoff                                              int
+	persistProbes                                               int // zero-window probes since the peer last answered
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
 }

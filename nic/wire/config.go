@@ -182,8 +182,9 @@ func (c *Config) validate() error {
 	if err := c.BtoA.validate("BtoA"); err != nil {
 		return err
 	}
-	if c.MTU != 0 && c.MTU < 68 {
-		return fmt.Errorf("%w: MTU = %d, want 0 (default %d) or >= 68", ErrBadConfig, c.MTU, DefaultMTU)
+	// RFC 791's minimum datagram, and IPv4's largest.
+	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
+		return fmt.Errorf("%w: MTU = %d, want 0 (default %d) or within [68, 65535]", ErrBadConfig, c.MTU, DefaultMTU)
 	}
 	return nil
 }
@@ -227,6 +228,33 @@ var presets = map[string]func() Config{
 		d := Dir{RateBps: 10e9, Delay: 50 * time.Microsecond}
 		return Config{AtoB: d, BtoA: d, Seed: 1}
 	},
+	// The parity paths (see parity) run in real time on a 2-core host:
+	// rates of tens of Mbit/s space frames hundreds of microseconds apart.
+	"parity-20m-10ms":           func() Config { return parity(20e6, 10*time.Millisecond, false) },
+	"parity-20m-10ms-stretch":   func() Config { return parity(20e6, 10*time.Millisecond, true) },
+	"parity-50m-40ms":           func() Config { return parity(50e6, 40*time.Millisecond, false) },
+	"parity-50m-40ms-stretch":   func() Config { return parity(50e6, 40*time.Millisecond, true) },
+	"parity-100m-100ms":         func() Config { return parity(100e6, 100*time.Millisecond, false) },
+	"parity-100m-100ms-stretch": func() Config { return parity(100e6, 100*time.Millisecond, true) },
+}
+
+// ParityStretchSegments is how many data segments a parity path's stretch
+// variant lets pass before it releases the held ACKs, as one stretch ACK.
+const ParityStretchSegments = 16
+
+// parity is a path for judging parity with the kernel's TCP in real time:
+// rate each way, rtt split evenly, the default queue (4 BDP), no loss. The
+// stretch variant aggregates the receiver's pure ACKs as t14's peer does,
+// one stretch ACK per ParityStretchSegments segments, held at most t14's
+// 20 ms (longer than 16 segments take at 20 Mbit/s, so the count decides
+// once a window is that large).
+func parity(rate int64, rtt time.Duration, stretch bool) Config {
+	d := Dir{RateBps: rate, Delay: rtt / 2}
+	c := Config{AtoB: d, BtoA: d, Seed: 1}
+	if stretch {
+		c.BtoA.AckAggSegments, c.BtoA.AckAggHold, c.BtoA.AckAggCoalesce = ParityStretchSegments, 20*time.Millisecond, true
+	}
+	return c
 }
 
 func pilot(loss float64) Config {
@@ -253,6 +281,10 @@ func PresetNames() []string {
 //     transport report: 50 ms one-way each way, no rate limit, loss 0%, 2%
 //     or 5% each way.
 //   - "clean-lan": 10 Gbit/s, 50 µs one-way, no loss.
+//   - "parity-<R>m-<T>ms" for R/T 20/10, 50/40, 100/100: R Mbit/s each way,
+//     T base RTT, default queue, no loss; "-stretch" adds one coalesced
+//     stretch ACK per 16 segments, held at most 20 ms. Paths for judging
+//     parity with the kernel in real time (osbench -suite parity).
 //
 // An unknown name gives an error wrapping ErrUnknownPreset that lists the
 // valid ones.

@@ -144,6 +144,7 @@ func (w *Wire) Stats() (aToB, bToA DirStats) {
 		if w.rt != nil {
 			d.stats.Lateness.SchedFIFO = w.rt.fifo
 			d.stats.Lateness.Spins = w.rt.spins
+			d.stats.Lateness.Batches = w.rt.batches
 		}
 	}
 	return w.dirs[0].stats, w.dirs[1].stats
@@ -260,6 +261,9 @@ func (w *Wire) armLocked(at, now time.Duration) {
 func (w *Wire) fire() {
 	w.mu.Lock()
 	w.armed, w.inFire = false, true
+	if w.rt != nil {
+		w.rt.batches++
+	}
 	now := w.now()
 	var waiters []func()
 	for len(w.events) > 0 && w.events[0].at <= now {
