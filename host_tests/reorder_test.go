@@ -12,6 +12,7 @@ import (
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 	"github.com/netramp/netramp/stack/tcptest"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 )
 
@@ -80,18 +81,17 @@ func TestReorderedSegmentsAreNotDroppedByPAWS(t *testing.T) {
 	dir := wire.Dir{RateBps: 100e6, Delay: 5 * time.Millisecond}
 	var d *delayer
 	p, err := vtest.NewPairLinks(wire.Config{AtoB: dir, BtoA: dir}, stack.Options{}, stack.Options{}, 21,
-		func(s vtest.Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		func(s vtest.Side, ep gstack.LinkEndpoint, clk *vclock.Clock) gstack.LinkEndpoint {
 			if s != vtest.SideA {
 				return ep
 			}
-			d = &delayer{LinkEndpoint: ep, rng: rand.New(rand.NewPCG(21, 4)), frac: 0.02, extra: 4 * time.Millisecond}
+			d = &delayer{LinkEndpoint: ep, clk: clk, rng: rand.New(rand.NewPCG(21, 4)), frac: 0.02, extra: 4 * time.Millisecond}
 			return d
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	d.clk = p.Clock
 	c, s := dial(t, p, vtest.SideA, 5001)
 	if _, _, err := p.Transfer(c, s, 8<<20, 3, time.Minute); err != nil {
 		t.Fatal(err)
