@@ -18,7 +18,7 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 	if !ok || ackOff > e.sndNxt {
 		// Acknowledges data never sent: ACK and drop (RFC 9293, RFC 5961 §5.2).
 		e.p.st.dropBadAck.Inc()
-		e.ackNow = true
+		e.limitedAck(now)
 		return false
 	}
 	if ackOff+e.maxSndWnd < e.sndUna {
@@ -57,6 +57,8 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 // onAck updates the send side from an acceptable ACK: window, SACK
 // scoreboard, RTT, congestion control, loss detection and recovery.
 func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uint64, now time.Duration) {
+	// The peer answers: it is alive, whatever its window.
+	e.persistProbes = 0 // control:persist-answered
 	// Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2).
 	if e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff {
 		e.sndWnd = uint64(s.wnd) << e.sndWS

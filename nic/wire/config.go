@@ -182,8 +182,9 @@ func (c *Config) validate() error {
 	if err := c.BtoA.validate("BtoA"); err != nil {
 		return err
 	}
-	if c.MTU != 0 && c.MTU < 68 {
-		return fmt.Errorf("%w: MTU = %d, want 0 (default %d) or >= 68", ErrBadConfig, c.MTU, DefaultMTU)
+	// RFC 791's minimum datagram, and IPv4's largest.
+	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
+		return fmt.Errorf("%w: MTU = %d, want 0 (default %d) or within [68, 65535]", ErrBadConfig, c.MTU, DefaultMTU)
 	}
 	return nil
 }

@@ -549,6 +549,7 @@ func TestNewRejectsInvalidConfigNamingTheField(t *testing.T) {
 		{"BtoA.AckAggHold", Config{BtoA: Dir{AckAggHold: time.Millisecond}}},
 		{"AtoB.LineRateBps", Config{AtoB: Dir{LineRateBps: -1}}},
 		{"MTU", Config{MTU: 20}},
+		{"MTU", Config{MTU: 1 << 20}},
 	} {
 		_, err := New(tcpip.NewStdClock(), tc.cfg)
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.field) {
