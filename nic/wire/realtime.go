@@ -207,12 +207,21 @@ type rxQueue struct {
 	wake   chan struct{}
 }
 
-func (q *rxQueue) putLocked(frame []byte) {
+// rxQueueMax bounds an input queue, as a host's receive ring is bounded: a
+// stack that falls this far behind loses frames, counted as DropInput.
+const rxQueueMax = 4096
+
+// putLocked queues frame, or reports false if the queue is full.
+func (q *rxQueue) putLocked(frame []byte) bool {
+	if len(q.frames) >= rxQueueMax {
+		return false
+	}
 	q.frames = append(q.frames, frame)
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // input delivers e's queued frames to its stack, in order, until the wire

@@ -362,7 +362,12 @@ func (w *Wire) deliverLocked(it work) {
 	w.pcapLocked(d.to.side, it.frame)
 	if sink == nil && d.to.rx != nil {
 		// Real time: the stack's input goroutine takes it from here.
-		d.to.rx.putLocked(it.frame)
+		if !d.to.rx.putLocked(it.frame) {
+			d.stats.DropInput++
+			d.ctr.add(&d.ctr.dropInput, 1)
+			w.putBufLocked(it.frame)
+			return
+		}
 		d.countDataLocked(it.frame)
 		return
 	}
