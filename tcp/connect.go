@@ -16,6 +16,7 @@ import (
 	"github.com/netramp/netramp/tcp/internal/isn"
 	"github.com/netramp/netramp/tcp/internal/pacer"
 	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/recovery"
 	"github.com/netramp/netramp/tcp/internal/rtt"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 	"github.com/netramp/netramp/tcp/internal/sendbuf"
@@ -73,6 +74,7 @@ func (e *endpoint) initConn() {
 	}
 	e.maxSegs = o.SendBufferMax/max(e.smss, 1) + 64
 	e.q = rtxq.New(e.maxSegs)
+	e.rec = recovery.New(e.smss)
 	// Cannot fail: the options were validated at protocol creation and the
 	// MSS option's parser keeps SMSS within (0, 65535].
 	e.ctl, _ = cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})

@@ -12,7 +12,7 @@ type stats struct {
 	cardStops, cardRefusals, cookiesSent, cookiesOK      *counters.Counter
 	stops                                                [4]*counters.Counter
 	spurious, challengeAcks, giveUps                     *counters.Counter
-	rcvEdgeRetreats, persistGiveUps                      *counters.Counter
+	rcvEdgeRetreats, persistGiveUps, spuriousBytes       *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
@@ -45,6 +45,7 @@ func newStats(r *counters.Registry) *stats {
 		cookiesSent:     m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
 		cookiesOK:       m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
 		spurious:        m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
+		spuriousBytes:   m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
 		challengeAcks:   m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
 		giveUps:         m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
 		persistGiveUps:  m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),

@@ -110,8 +110,8 @@ func (e *endpoint) onReorderTimer() {
 	if reo > 0 {
 		e.tReo.arm(reo)
 	}
-	if lost > 0 && !e.inRecovery {
-		e.enterRecovery(now)
+	if lost > 0 && e.rec.OnLoss(e.sndUna, e.sndNxt) {
+		e.startedRecovery(now)
 	}
 	e.output()
 }
@@ -153,10 +153,10 @@ func (e *endpoint) onRetransmitTimer() {
 		e.tRtx.arm(e.est.RTO())
 		return
 	}
-	// The give-up budget counts only these timer retransmissions; ACK-clocked
-	// ones never spend it, and any progress refills it (onAck).
-	e.rtoAttempts++
-	if e.rtoAttempts > maxRTOAttempts || e.userTimeout > 0 && now-e.lastRecv > e.userTimeout {
+	// The give-up budget counts only these timer retransmissions (recovery's
+	// rto.go); ACK-clocked ones never spend it, and any progress refills it.
+	attempts := e.rec.OnRTO(e.sndUna, e.sndNxt, e.tsVal())
+	if attempts > maxRTOAttempts || e.userTimeout > 0 && now-e.lastRecv > e.userTimeout {
 		e.p.st.giveUps.Inc()
 		e.resetLocked(&tcpip.ErrTimeout{})
 		return
@@ -166,12 +166,6 @@ func (e *endpoint) onRetransmitTimer() {
 	e.q.OnRTO(now)
 	e.ctl.OnRTO(now, flight)
 	e.est.Backoff()
-	e.rtoEpisode = true
-	e.inRecovery = false
-	e.recoverPt = e.sndNxt
-	e.undoable = true
-	e.undoRetrans = 0
-	e.retransTS = e.tsVal()
 	e.q.SetInRecovery(true)
 	e.output()
 	// output may not have resent anything (card stop); the timer stays.
@@ -238,7 +232,7 @@ func (e *endpoint) armRetransmitTimer(sentNew bool) {
 // armPTO arms the probe timeout if a tail loss probe is allowed: SACK on, no
 // recovery, an RTT known (RFC 8985 §7.2); the PTO never exceeds the RTO.
 func (e *endpoint) armPTO() bool {
-	if !e.sackOK || e.inRecovery || e.rtoEpisode || !e.est.HasSample() {
+	if !e.sackOK || e.rec.InRecovery() || !e.est.HasSample() {
 		return false
 	}
 	segs := int(e.q.InFlight()) / max(e.smss, 1)

@@ -36,6 +36,7 @@ type Link struct {
 	Refuse  bool // refuse every write
 	Refused int  // frames refused so far
 	Credit  int  // the TxFree reported; 0 means unlimited
+	Full    bool // the ring has no room: TxFree reports 0 whatever Credit says
 	waiters []func()
 }
 
@@ -53,6 +54,9 @@ func (l *Link) TxCredit() nic.Credit { return l }
 
 // TxFree implements nic.Credit.
 func (l *Link) TxFree() int {
+	if l.Full {
+		return 0
+	}
 	if l.Credit == 0 {
 		return 1 << 20
 	}
