@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/ports"
@@ -162,7 +163,7 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 	cookie := e.p.jar.Make(tupleOf(id), s.seq, mss, now)
 	var ob [8]byte
 	n := header.EncodeMSSOption(uint32(int(r.MTU())-header.TCPMinimumSize), ob[:])
-	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, 0xffff, ob[:n], nil, nil)
+	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, 0xffff, ob[:n], buffer.Buffer{})
 	e.after = append(e.after, func() {
 		if e.p.write(r, out) == nil {
 			e.p.st.cookiesSent.Inc()

@@ -51,8 +51,8 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 	}
 	if len(payload) > 0 {
 		if dataOff == e.rcvNxt {
-			if free := len(e.rcvRing) - e.rcvLen; len(payload) > free {
-				// Cannot happen while the window is honoured (the ring
+			if free := e.rcvRoom(); len(payload) > free {
+				// Cannot happen while the window is honoured (the queue
 				// holds the whole advertised window); keep what fits and
 				// let the rest be retransmitted rather than lose it.
 				e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
@@ -120,24 +120,19 @@ func (e *endpoint) rttForTuning() time.Duration {
 	return e.rcvRTT.RTT()
 }
 
-// appendRcv copies in-order bytes into the receive ring.
+// rcvRoom is what the receive queue may still take: the buffer plus one
+// scale unit, since scaling may round the advertised edge up by less than one.
+func (e *endpoint) rcvRoom() int { return max(e.rcvBuf+1<<e.rcvWS-e.rcvq.Len(), 0) }
+
+// appendRcv copies in-order bytes into the receive queue.
 func (e *endpoint) appendRcv(p []byte) {
-	for len(p) > 0 {
-		if e.rcvLen == len(e.rcvRing) {
-			// Cannot happen while the window is honoured; refuse rather
-			// than grow past the buffer.
-			e.p.st.dropOOOFull.Add(uint64(len(p)))
-			return
-		}
-		tail := (e.rcvHead + e.rcvLen) % len(e.rcvRing)
-		n := len(e.rcvRing) - tail
-		if free := len(e.rcvRing) - e.rcvLen; n > free {
-			n = free
-		}
-		n = copy(e.rcvRing[tail:tail+n], p)
-		e.rcvLen += n
-		p = p[n:]
+	if free := e.rcvRoom(); len(p) > free {
+		// Cannot happen while the window is honoured; refuse rather
+		// than grow past the buffer.
+		e.p.st.dropOOOFull.Add(uint64(len(p) - free))
+		p = p[:free]
 	}
+	e.rcvq.Append(p)
 }
 
 // Read implements tcpip.Endpoint.
@@ -151,7 +146,7 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 		e.mu.Unlock()
 		return tcpip.ReadResult{}, &tcpip.ErrWouldBlock{}
 	}
-	if e.rcvLen == 0 {
+	if e.rcvq.Len() == 0 {
 		var err tcpip.Error = &tcpip.ErrWouldBlock{}
 		switch {
 		case e.finRcvd || e.rdShut:
@@ -164,16 +159,7 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 		e.mu.Unlock()
 		return tcpip.ReadResult{}, err
 	}
-	n := 0
-	for n < e.rcvLen {
-		at := (e.rcvHead + n) % len(e.rcvRing)
-		chunk := e.rcvRing[at:min(len(e.rcvRing), at+e.rcvLen-n)]
-		k, werr := w.Write(chunk)
-		n += k
-		if werr != nil || k < len(chunk) {
-			break
-		}
-	}
+	n, _ := e.rcvq.CopyTo(w)
 	if n == 0 {
 		e.mu.Unlock()
 		return tcpip.ReadResult{}, &tcpip.ErrBadBuffer{}
@@ -188,11 +174,7 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 // consumed removes n read bytes, lets autotuning grow the buffer, and sends
 // a window update when the window has opened enough to matter.
 func (e *endpoint) consumed(n int) {
-	e.rcvHead = (e.rcvHead + n) % len(e.rcvRing)
-	e.rcvLen -= n
-	if e.rcvLen == 0 {
-		e.rcvHead = 0
-	}
+	e.rcvq.Consume(n)
 	if !e.state.synchronized() {
 		return
 	}
@@ -200,7 +182,7 @@ func (e *endpoint) consumed(n int) {
 		e.growRcv(nb)
 	}
 	old := e.rcvAdv - e.rcvNxt
-	free := uint64(max(e.rcvBuf-e.rcvLen, 0))
+	free := uint64(max(e.rcvBuf-e.rcvq.Len(), 0))
 	if maxW := uint64(0xffff) << e.rcvWS; free > maxW {
 		free = maxW
 	}
@@ -210,16 +192,10 @@ func (e *endpoint) consumed(n int) {
 }
 
 // growRcv enlarges the receive buffer (autotuning never shrinks it, so the
-// window never has to shrink) and the out-of-order store with it.
+// window never has to shrink) and the out-of-order store with it. Both are
+// bounds, not allocations: the queues take memory as bytes arrive and give
+// it back as they are read.
 func (e *endpoint) growRcv(nb int) {
-	ring := make([]byte, nb+1<<e.rcvWS)
-	k := 0
-	for k < e.rcvLen {
-		at := (e.rcvHead + k) % len(e.rcvRing)
-		k += copy(ring[k:e.rcvLen], e.rcvRing[at:min(len(e.rcvRing), at+e.rcvLen-k)])
-	}
-	e.rcvRing = ring
-	e.rcvHead = 0
 	e.rcvBuf = nb
 	e.ooo.SetLimit(nb + 1<<e.rcvWS)
 	// One range per hole: the range bound must follow the window too.
@@ -231,7 +207,7 @@ func (e *endpoint) growRcv(nb int) {
 // moves right only by at least min(buffer/2, MSS) (receiver SWS avoidance,
 // §3.8.6.2.2).
 func (e *endpoint) rcvWindow() uint16 {
-	free := e.rcvBuf - e.rcvLen
+	free := e.rcvBuf - e.rcvq.Len()
 	if free < 0 {
 		free = 0
 	}

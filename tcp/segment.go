@@ -4,8 +4,11 @@
 package tcp
 
 import (
+	"encoding/binary"
+
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -105,4 +108,47 @@ func pseudoAddrs(pkt *stack.PacketBuffer) (src, dst tcpip.Address) {
 	}
 	net := pkt.Network()
 	return net.SourceAddress(), net.DestinationAddress()
+}
+
+// parseOptions reads a segment's timestamp and SACK options with the same
+// rules as header.ParseTCPOptions (parsing stops at a malformed option), but
+// puts the SACK blocks in the endpoint's scratch array instead of a new
+// slice, so processing an ACK allocates nothing. The blocks are valid until
+// the next call.
+func (e *endpoint) parseOptions(b []byte) header.TCPOptions {
+	var o header.TCPOptions
+	for i := 0; i < len(b); {
+		kind := b[i]
+		switch {
+		case kind == header.TCPOptionEOL:
+			return o
+		case kind == header.TCPOptionNOP:
+			i++
+			continue
+		case i+2 > len(b):
+			return o
+		}
+		l := int(b[i+1])
+		switch {
+		case kind == header.TCPOptionTS && l == header.TCPOptionTSLength && i+l <= len(b):
+			o.TS = true
+			o.TSVal = binary.BigEndian.Uint32(b[i+2:])
+			o.TSEcr = binary.BigEndian.Uint32(b[i+6:])
+		case kind == header.TCPOptionTS:
+			return o
+		case kind == header.TCPOptionSACK && l >= 2 && (l-2)%8 == 0 && i+l <= len(b):
+			blocks := e.sackIn[:0]
+			for j := i + 2; j+8 <= i+l && len(blocks) < cap(blocks); j += 8 {
+				blocks = append(blocks, header.SACKBlock{
+					Start: seqnum.Value(binary.BigEndian.Uint32(b[j:])),
+					End:   seqnum.Value(binary.BigEndian.Uint32(b[j+4:])),
+				})
+			}
+			o.SACKBlocks = blocks
+		case kind == header.TCPOptionSACK, l < 2, i+l > len(b):
+			return o
+		}
+		i += l
+	}
+	return o
 }

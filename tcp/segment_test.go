@@ -132,6 +132,13 @@ func (h *segHarness) inject(s pseg) {
 // injectRaw delivers s, letting mangle edit the TCP header bytes afterwards
 // (the checksum is recomputed after mangle unless mangle returns false).
 func (h *segHarness) injectRaw(s pseg, mangle func(header.TCP) bool) {
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(frame(s, mangle))})
+	h.link.InjectInbound(ipv4.ProtocolNumber, pkt)
+	pkt.DecRef()
+}
+
+// frame is s as an IPv4 datagram from the peer to the host.
+func frame(s pseg, mangle func(header.TCP) bool) []byte {
 	optLen := (len(s.opts) + 3) &^ 3
 	tcpLen := header.TCPMinimumSize + optLen
 	b := make([]byte, header.IPv4MinimumSize+tcpLen+len(s.payload))
@@ -154,9 +161,7 @@ func (h *segHarness) injectRaw(s pseg, mangle func(header.TCP) bool) {
 		xsum = checksum.Checksum(th, xsum)
 		th.SetChecksum(^xsum)
 	}
-	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
-	h.link.InjectInbound(ipv4.ProtocolNumber, pkt)
-	pkt.DecRef()
+	return b
 }
 
 // out returns every segment the host has sent since the last call.
