@@ -150,3 +150,17 @@ func runCPU(ctx context.Context, args []string) error {
 	}
 	return err
 }
+
+func runMem(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench mem", flag.ContinueOnError)
+	conns := fs.Int("conns", 4000, "connections per case")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rs, err := bench.Mem(ctx, bench.MemConfig{Conns: *conns})
+	if len(rs) > 0 {
+		fmt.Printf("osbench mem: live heap per connection end, %d connections per case, both ends in one process (half-open: the listener's end only)\n\n", *conns)
+		bench.WriteMem(os.Stdout, rs)
+	}
+	return err
+}
