@@ -194,7 +194,7 @@ func (e *endpoint) handleSegment(s *segment) {
 	fin := s.has(header.TCPFlagFin)
 	switch e.state {
 	case StateEstablished, StateFinWait1, StateFinWait2:
-		e.receive(segOff, s.payload, fin, now)
+		e.receive(segOff, s.payload, s.view, fin, now)
 		if len(s.payload) > 0 {
 			e.measureRcvRTT(&opts, now)
 		}

@@ -7,14 +7,16 @@ import (
 	"io"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"github.com/netramp/netramp/tcp/internal/reasm"
 )
 
-// receive takes the in-window part of a segment's data and FIN.
-func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Duration) {
+// receive takes the in-window part of a segment's data and FIN; view, if
+// not nil, is the packet's view payload lies in.
+func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin bool, now time.Duration) {
 	if e.rdShut && e.userClosed {
 		// Data for a closed socket has no reader: RFC 9293 §3.10.4 (CLOSE
 		// with data pending) is answered by a reset.
@@ -59,7 +61,7 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 				payload = payload[:free]
 			}
 			hadHoles := !e.ooo.Empty()
-			e.appendRcv(payload)
+			e.keepRcv(payload, view)
 			e.rcvNxt += uint64(len(payload))
 			if hadHoles {
 				e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
@@ -133,6 +135,28 @@ func (e *endpoint) appendRcv(p []byte) {
 		p = p[:free]
 	}
 	e.rcvq.Append(p)
+}
+
+// keepRcv queues in-order bytes, p, by keeping a clone of the link's view v
+// that holds them (no copy) when there is one, else by copying them. The
+// queue copies rather than keeps once its views would pin more than twice
+// the room plus two chunks (rcvbuf's truesize bound).
+func (e *endpoint) keepRcv(p []byte, v *buffer.View) {
+	room := e.rcvRoom()
+	if v == nil || len(p) == 0 || len(p) > room {
+		e.appendRcv(p)
+		return
+	}
+	vs := v.AsSlice()
+	off := cap(vs) - cap(p) // p is a subslice of vs: its offset in it
+	if off < 0 || off+len(p) > len(vs) || &vs[off] != &p[0] {
+		e.appendRcv(p)
+		return
+	}
+	c := v.Clone()
+	c.TrimFront(off)
+	c.CapLength(len(p))
+	e.rcvq.AppendView(c, 2*(e.rcvBuf+1<<e.rcvWS)+2*buffer.MaxChunkSize)
 }
 
 // Read implements tcpip.Endpoint.

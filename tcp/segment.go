@@ -6,6 +6,7 @@ package tcp
 import (
 	"encoding/binary"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
@@ -19,6 +20,7 @@ type segment struct {
 	wnd      uint16
 	payload  []byte
 	opts     []byte
+	view     *buffer.View // the packet's view payload lies in, if one holds it all
 }
 
 func (s *segment) logicalLen() int {
@@ -68,30 +70,30 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		wnd: hdr.WindowSize(), opts: hdr[header.TCPMinimumSize:off],
 	}
 	if size > 0 {
-		s.payload = payloadInPlace(pkt, size)
+		s.payload, s.view = payloadInPlace(pkt, size)
 	}
 	return s, true
 }
 
 // payloadInPlace is the segment's payload, read where it lies when one view
-// holds it: PullUp would copy a view whose chunk is shared (an in-memory link
-// shares it with the sender's packet), and the payload is only read here,
-// then copied into the receive ring or the out-of-order store.
-func payloadInPlace(pkt *stack.PacketBuffer, size int) []byte {
+// holds it, and that view: PullUp would copy a view whose chunk is shared (an
+// in-memory link shares it with the sender's packet), and in-order data is
+// kept as a clone of the view, not copied.
+func payloadInPlace(pkt *stack.PacketBuffer, size int) ([]byte, *buffer.View) {
 	vl, off := pkt.AsViewList()
 	off += pkt.HeaderSize()
 	for v := vl.Front(); v != nil; v = v.Next() {
 		n := v.Size()
 		if off < n {
 			if off+size <= n {
-				return v.AsSlice()[off : off+size]
+				return v.AsSlice()[off : off+size], v
 			}
 			break
 		}
 		off -= n
 	}
 	b, _ := pkt.Data().PullUp(size)
-	return b
+	return b, nil
 }
 
 // pseudoAddrs reads the pseudo-header's addresses (RFC 9293 §3.1) straight
