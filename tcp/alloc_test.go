@@ -12,6 +12,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -24,7 +25,8 @@ const allocRuns = 50
 
 // parsed is s as a packet the network layer has parsed, ready for Deliver.
 func parsed(s pseg) *gstack.PacketBuffer {
-	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(frame(s, nil))})
+	b := tcptest.Frame(tcpip.AddrFromSlice(tcptest.PeerAddr.AsSlice()), tcpip.AddrFromSlice(tcptest.HostAddr.AsSlice()), s.seg())
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
 	pkt.NetworkProtocolNumber = ipv4.ProtocolNumber
 	if ok := parse.IPv4(pkt); !ok {
 		panic("parsed: not IPv4")

@@ -49,3 +49,11 @@ func (e *endpoint) dropOutbox() {
 
 // ParseOptions is the inbound option parser of a fresh endpoint.
 func ParseOptions(b []byte) header.TCPOptions { return new(endpoint).parseOptions(b) }
+
+// SetChallengeLimit sets the stack-wide challenge-ACK limit per second of
+// s's netramp TCP, so a test reaches it with a few connections.
+func SetChallengeLimit(s *stack.Stack, perSecond int) {
+	p := s.TransportProtocolInstance(ProtocolNumber).(*protocol)
+	p.challenges.limit = perSecond
+	p.challenges.max = 0
+}

@@ -122,9 +122,9 @@ func (e *endpoint) rttForTuning() time.Duration {
 	return e.rcvRTT.RTT()
 }
 
-// rcvRoom is what the receive queue may still take: the buffer plus one
-// scale unit, since scaling may round the advertised edge up by less than one.
-func (e *endpoint) rcvRoom() int { return max(e.rcvBuf+1<<e.rcvWS-e.rcvq.Len(), 0) }
+// rcvRoom is what the receive queue may still take: the buffer and its spare
+// for the rounding of the scaled window (rcvSpare).
+func (e *endpoint) rcvRoom() int { return max(e.rcvBuf+e.rcvSpare(e.rcvBuf)-e.rcvq.Len(), 0) }
 
 // appendRcv copies in-order bytes into the receive queue.
 func (e *endpoint) appendRcv(p []byte) {
@@ -156,7 +156,7 @@ func (e *endpoint) keepRcv(p []byte, v *buffer.View) {
 	c := v.Clone()
 	c.TrimFront(off)
 	c.CapLength(len(p))
-	e.rcvq.AppendView(c, 2*(e.rcvBuf+1<<e.rcvWS)+2*buffer.MaxChunkSize)
+	e.rcvq.AppendView(c, 2*(e.rcvBuf+e.rcvSpare(e.rcvBuf))+2*buffer.MaxChunkSize)
 }
 
 // Read implements tcpip.Endpoint.
@@ -221,15 +221,25 @@ func (e *endpoint) consumed(n int) {
 // it back as they are read.
 func (e *endpoint) growRcv(nb int) {
 	e.rcvBuf = nb
-	e.ooo.SetLimit(nb + 1<<e.rcvWS)
+	e.ooo.SetLimit(nb + e.rcvSpare(nb))
 	// One range per hole: the range bound must follow the window too.
-	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + 1<<e.rcvWS))
+	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + e.rcvSpare(nb)))
+}
+
+// rcvSpare is what the receive queue and the out-of-order store hold beyond
+// a buffer of buf bytes: the rounding of rcvWindow. With a scale, one unit,
+// and a sixteenth of the buffer for the creep that keeping the edge still
+// costs while the reader lags (at most one unit per ACK that moves RCV.NXT).
+func (e *endpoint) rcvSpare(buf int) int {
+	if e.rcvWS == 0 {
+		return 1
+	}
+	return 1<<e.rcvWS + buf/16
 }
 
 // rcvWindow returns the window field to send and moves the advertised right
-// edge, which never moves left (RFC 9293 §3.8.6.2.1 forbids shrinking) and
-// moves right only by at least min(buffer/2, MSS) (receiver SWS avoidance,
-// §3.8.6.2.2).
+// edge, which never moves left (RFC 9293 §3.8.6, SHLD-14) and moves right
+// only by at least min(buffer/2, MSS) (receiver SWS avoidance, §3.8.6.2.2).
 func (e *endpoint) rcvWindow() uint16 {
 	free := e.rcvBuf - e.rcvq.Len()
 	if free < 0 {
@@ -250,11 +260,26 @@ func (e *endpoint) rcvWindow() uint16 {
 	if e.rcvPromise < e.rcvNxt {
 		e.rcvPromise = e.rcvNxt
 	}
-	// Scaling rounds the window up, so the edge on the wire may pass the
-	// promise by less than one scale unit; the ring keeps that much spare.
-	// The promise, not the rounded edge, is what the next window grows from.
-	wnd := e.rcvPromise - e.rcvNxt
-	scaled := (wnd + (1 << e.rcvWS) - 1) >> e.rcvWS
+	return e.scaleWindow(max(e.rcvPromise, e.rcvAdv)) // control:edge-never-left
+}
+
+// scaleWindow offers the first edge at or past target that the scaled field
+// can express. That edge is RCV.NXT plus whole units, so as RCV.NXT moves by
+// other amounts it creeps past the promise by under a unit per ACK; the
+// queue's spare holds the creep (rcvSpare).
+func (e *endpoint) scaleWindow(target uint64) uint16 {
+	unit := uint64(1) << e.rcvWS
+	scaled := (target - e.rcvNxt + unit - 1) >> e.rcvWS
+	// Departure from SHLD-14, counted: once the spare is spent (a reader that
+	// left the buffer full under a coarse scale) the edge falls back by under
+	// a unit rather than promise bytes the queue cannot hold; the peer sends
+	// nothing it would have to retransmit, and RFC 7323 §2.4 expects senders
+	// to meet such retreats.
+	room := e.rcvNxt + uint64(e.rcvRoom())
+	if e.ooo != nil && e.rcvNxt+scaled<<e.rcvWS > room {
+		scaled = (room - e.rcvNxt) >> e.rcvWS
+		e.p.st.rcvEdgeRetreats.Inc()
+	}
 	if scaled > 0xffff {
 		scaled = 0xffff
 	}
