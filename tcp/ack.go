@@ -94,6 +94,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		}
 	}
 	e.sackScratch = sacks[:0]
+	e.probe = false // an ACK came: a probe still waiting has done its job
 	wasOutstanding := e.q.Outstanding() > 0
 	res := e.q.OnAck(ackOff, sacks, now)
 	progress := ackOff > e.sndUna
@@ -122,6 +123,26 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	if sample > 0 {
 		e.est.Sample(now, sample)
 	}
+	e.recoveryOnAck(s, opts, res, len(sacks) > 0, progress, wasOutstanding, sample, now)
+	e.q.SetInRecovery(e.rec.InRecovery())
+	if e.q.Outstanding() == 0 {
+		e.tRtx.stop()
+		e.tlpArmed = false
+	} else if progress {
+		// RFC 6298 §5.3 restarts the RTO on an ACK of new data; RFC 8985
+		// §7.2 arms the probe timeout instead when a probe may be sent.
+		e.tlpArmed = false
+		if !e.armPTO() {
+			e.tRtx.arm(e.est.RTO())
+		}
+	}
+}
+
+// recoveryOnAck feeds one ACK to loss recovery and cc, in the order that
+// keeps them honest: undo evidence, NewReno's duplicate ACKs, RACK's losses
+// (so a loss is known before cc may grow cwnd), cc, PRR, then the end of the
+// recovery.
+func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.AckResult, sacked, progress, wasOutstanding bool, sample, now time.Duration) {
 	if e.rec.OnEvidence(recovery.Evidence{
 		Progress: progress, TSEcr: opts.TSEcr, HasTSEcr: e.tsOK && opts.TS && opts.TSEcr != 0,
 		DSACKOfRetransmission: res.DSACK && res.SpuriousHint,
@@ -135,7 +156,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	// DeliveredData without SACK). ACKs that carry blocks go to RACK instead.
 	dupDelivered := uint64(0)
 	renoEnter := false
-	if len(sacks) == 0 {
+	if !sacked {
 		switch {
 		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
 			dupDelivered = uint64(e.smss)
@@ -170,18 +191,6 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	e.rec.OnDelivered(res.Delivered+dupDelivered, e.q.InFlight(), uint64(e.ctl.Ssthresh()))
 	if e.rec.MaybeEnd(e.sndUna) {
 		e.ctl.OnRecoveryEnd(now)
-	}
-	e.q.SetInRecovery(e.rec.InRecovery())
-	if e.q.Outstanding() == 0 {
-		e.tRtx.stop()
-		e.tlpArmed = false
-	} else if progress {
-		// RFC 6298 §5.3 restarts the RTO on an ACK of new data; RFC 8985
-		// §7.2 arms the probe timeout instead when a probe may be sent.
-		e.tlpArmed = false
-		if !e.armPTO() {
-			e.tRtx.arm(e.est.RTO())
-		}
 	}
 }
 
