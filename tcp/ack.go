@@ -19,7 +19,7 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 	if !ok || ackOff > e.sndNxt {
 		// Acknowledges data never sent: ACK and drop (RFC 9293, RFC 5961 §5.2).
 		e.p.st.dropBadAck.Inc()
-		e.ackNow = true
+		e.limitedAck(now)
 		return false
 	}
 	if ackOff+e.maxSndWnd < e.sndUna {
@@ -58,6 +58,8 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 // onAck updates the send side from an acceptable ACK: window, SACK
 // scoreboard, RTT, congestion control, loss detection and recovery.
 func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uint64, now time.Duration) {
+	// The peer answers: it is alive, whatever its window.
+	e.persistProbes = 0 // control:persist-answered
 	// Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2).
 	if e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff {
 		e.sndWnd = uint64(s.wnd) << e.sndWS
@@ -96,7 +98,8 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	e.sackScratch = sacks[:0]
 	e.probe = false // an ACK came: a probe still waiting has done its job
 	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAck(ackOff, sacks, now)
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
 	progress := ackOff > e.sndUna
 	if progress {
 		e.sndUna = ackOff

@@ -175,12 +175,13 @@ type endpoint struct {
 	lastRecv        time.Duration
 	userTimeout     time.Duration
 
-	// challenge ACK rate limit (RFC 5961 §7)
-	chalStart time.Duration
-	chalCount int
+	// the last ACK sent for an unacceptable segment (ratelimit.go)
+	invalidAckAt   time.Duration
+	invalidAckSent bool
 
 	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
 	persistBackoff                                              int
+	persistProbes                                               int // zero-window probes since the peer last answered
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
 	probe                                                       bool // a loss probe waits for its opportunity (RFC 8985 §7.3)

@@ -340,7 +340,7 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	if e.pace == nil || !e.est.HasSample() {
 		return false
 	}
-	e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT()), 2*e.smss)
+	e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
 	at := e.pace.NextSend(now, size+header.TCPMinimumSize)
 	if at <= now {
 		return false

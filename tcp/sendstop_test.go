@@ -38,7 +38,7 @@ func TestSendStopReasonAndGrowth(t *testing.T) {
 	}
 	credit := func(n int) func(*segHarness, *conn) bool {
 		return func(h *segHarness, c *conn) bool {
-			h.link.credit = n
+			h.link.Credit = n
 			c.write(t, make([]byte, 20*1460))
 			h.out()
 			return true
@@ -55,7 +55,7 @@ func TestSendStopReasonAndGrowth(t *testing.T) {
 		// the same segment: the data is asked first, so the stop is the
 		// application's (the rule would accept a card stop here).
 		{name: "application-and-card-at-once", setup: func(h *segHarness, c *conn) bool {
-			h.link.credit = 6
+			h.link.Credit = 6
 			c.write(t, make([]byte, 6*1460))
 			h.out()
 			return true
@@ -97,7 +97,7 @@ func runStopRow(t *testing.T, r stopRow, cardFull bool) (string, uint64) {
 	ack(0, wnd)
 	before := h.reg.Snapshot()
 	if !r.setup(h, c) {
-		h.link.full = cardFull
+		h.link.Full = cardFull
 		before = h.reg.Snapshot()
 		ack(0, wnd) // a duplicate ACK: an opportunity that acknowledges nothing
 	}

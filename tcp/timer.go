@@ -247,7 +247,25 @@ func (e *endpoint) armPersist() {
 	e.tPersist.arm(d)
 }
 
+// persistGiveUp ends a connection whose peer has left maxRTOAttempts probes
+// in a row unanswered, or been silent past the user timeout, as an
+// unanswered retransmission would (RFC 9293 §3.8.6.1 keeps probing while the
+// peer answers; a peer that answers nothing is gone, and RFC 9293 §3.8.3's R2
+// applies; Linux bounds probes by tcp_retries2 the same way). With a 1 s RTO
+// and the 60 s cap on the probe interval that is about 12 minutes. Any
+// acceptable ACK, a zero window included, refills the budget (onAck): a live
+// receiver that is slow to read is never cut off.
+func (e *endpoint) persistGiveUp(now time.Duration) bool {
+	if e.persistProbes < maxRTOAttempts && (e.userTimeout <= 0 || now-e.lastRecv <= e.userTimeout) {
+		return false
+	}
+	e.p.st.persistGiveUps.Inc()
+	e.resetLocked(&tcpip.ErrTimeout{})
+	return true
+}
+
 func (e *endpoint) onPersistTimer() {
+	now := e.now()
 	if !e.state.synchronized() || e.q.Outstanding() > 0 {
 		return
 	}
@@ -256,10 +274,14 @@ func (e *endpoint) onPersistTimer() {
 		e.output()
 		return
 	}
+	if e.persistGiveUp(now) { // control:persist-give-up
+		return
+	}
 	// Departure from RFC 9293 §3.8.6.1, which probes with a byte of new data:
 	// the probe is an ACK carrying the already-acknowledged SND.UNA-1, which
 	// the peer must answer with its window (§3.10.7.4) whatever that window
 	// is, and which puts nothing in flight. Linux probes the same way.
+	e.persistProbes++
 	if e.persistBackoff < 8 {
 		e.persistBackoff++
 	}
