@@ -324,7 +324,7 @@ func TestLossProbeTakesAnOrdinarySendOpportunity(t *testing.T) {
 	c.hostNxt += 2 * 1460
 	c.send(header.TCPFlagAck, nil)
 	h.out()
-	h.link.full = true
+	h.link.Full = true
 	before := h.reg.Snapshot()
 	h.clk.RunFor(60 * time.Millisecond) // the probe timeout, about 2·SRTT
 	d := h.reg.Snapshot().Diff(before)
@@ -334,8 +334,8 @@ func TestLossProbeTakesAnOrdinarySendOpportunity(t *testing.T) {
 	if segs := h.out(); len(segs) != 0 {
 		t.Fatalf("a full card let %d segments out: %+v", len(segs), segs)
 	}
-	h.link.full = false
-	h.link.release()
+	h.link.Full = false
+	h.link.Release()
 	probe := h.out()
 	if len(probe) != 1 || probe[0].seq != c.hostNxt || len(probe[0].payload) != 1460 {
 		t.Fatalf("once the card has room: %+v, want the probe resending [%d, +1460)", probe, c.hostNxt)
