@@ -204,7 +204,7 @@ func (e *endpoint) startedRecovery(now time.Duration) {
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
 	e.rec.StartPRR(e.sndNxt - e.sndUna)
-	e.q.SetInRecovery(true)
+	e.q.SetInRecovery(e.rec.InRecovery())
 }
 
 // growSendBuffer lets the send queue follow the window in use: twice cwnd

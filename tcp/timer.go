@@ -169,7 +169,7 @@ func (e *endpoint) onRetransmitTimer() {
 	e.ctl.OnRTO(now, flight)
 	e.est.Backoff()
 	e.probe = false
-	e.q.SetInRecovery(true)
+	e.q.SetInRecovery(e.rec.InRecovery())
 	e.output()
 	// output may not have resent anything (card stop); the timer stays.
 	e.tRtx.arm(e.est.RTO())
