@@ -198,12 +198,11 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 }
 
 // startedRecovery follows the start of a fast or NewReno recovery
-// (recovery.OnLoss, StartNewReno): one window reduction, PRR from the flight
-// now, and rtxq's reordering window for recovery.
+// (recovery.OnLoss, StartNewReno): one window reduction, and rtxq's
+// reordering window for recovery.
 func (e *endpoint) startedRecovery(now time.Duration) {
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
-	e.rec.StartPRR(e.sndNxt - e.sndUna)
 	e.q.SetInRecovery(e.rec.InRecovery())
 }
 

@@ -101,10 +101,12 @@ func (r *Recovery) MaybeEnd(sndUna uint64) bool {
 	return true
 }
 
-// begin starts a recovery of state s with the recovery point sndNxt.
+// begin starts a recovery of state s with the recovery point sndNxt, and
+// PRR's RecoverFS from the flight (RFC 6937 §3, "on entering recovery").
 func (r *Recovery) begin(s State, sndUna, sndNxt uint64) {
 	r.state = s
 	r.point = sndNxt
+	r.prr = prr{recoverFS: max(sndNxt-sndUna, 1)}
 	r.undo.begin()
 }
 

@@ -62,7 +62,6 @@ func TestLossAfterTimeoutStartsFastRecovery(t *testing.T) {
 func TestFirstRetransmissionIgnoresTheWindow(t *testing.T) {
 	r := New(smss)
 	r.OnLoss(0, 10*smss)
-	r.StartPRR(10 * smss)
 	if !r.MaySend(smss, 10*smss, 5*smss, true) {
 		t.Fatal("the first retransmission was held")
 	}
