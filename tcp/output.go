@@ -403,6 +403,7 @@ func (e *endpoint) refused(segs []outSeg) {
 		if e.sndMax > rollTo {
 			e.sndMax = rollTo
 		}
+		e.rec.OnRollback(rollTo)
 	}
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()

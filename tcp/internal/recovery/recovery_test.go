@@ -89,3 +89,19 @@ func TestCwndGovernsOutsideFastRecovery(t *testing.T) {
 		t.Fatal("a bare FIN was held")
 	}
 }
+
+// RFC 6675 §5's RecoveryPoint is the highest sequence sent: data the link
+// refused was never sent, so the point follows SND.NXT back, never forward.
+func TestRecoveryPointFollowsARollback(t *testing.T) {
+	r := New(smss)
+	r.OnLoss(0, 10*smss)
+	r.OnRollback(8 * smss)
+	if r.Point() != 8*smss || !r.MaybeEnd(8*smss) {
+		t.Fatalf("point %d after a rollback to %d", r.Point(), 8*smss)
+	}
+	r.OnLoss(8*smss, 12*smss)
+	r.OnRollback(20 * smss)
+	if r.Point() != 12*smss {
+		t.Fatalf("a rollback moved the point forward to %d", r.Point())
+	}
+}
