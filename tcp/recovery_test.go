@@ -365,3 +365,33 @@ func TestLossProbeSendsNewDataPastAFullCwnd(t *testing.T) {
 			d["tcp.stops.cwnd"], d["tcp.stops.app"], d["tcp.stops.card"])
 	}
 }
+
+// TestPartialAckRetransmitsTheNextHoleWithoutSACK is RFC 6582 §3.2 step 3:
+// inside a NewReno recovery, an ACK that covers the retransmission but not
+// the recovery point retransmits the new head at once, not after an RTO.
+func TestPartialAckRetransmitsTheNextHoleWithoutSACK(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 10})
+	c := h.accept(80, synOptions(1460, 7, false, false, 0))
+	c.write(t, make([]byte, 8*1460))
+	if n := len(h.out()); n != 8 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(5 * time.Millisecond)
+	// Segments 0 and 2 are lost: duplicate ACKs of 0, then the repair of 0
+	// brings an ACK up to the second hole.
+	for i := 0; i < 3; i++ {
+		c.send(header.TCPFlagAck, nil)
+	}
+	if rt := h.out(); len(rt) == 0 || rt[0].seq != c.hostNxt {
+		t.Fatalf("after three duplicate ACKs: %+v, want the head resent", rt)
+	}
+	c.hostNxt += 2 * 1460
+	c.send(header.TCPFlagAck, nil)
+	rt := h.out()
+	if len(rt) == 0 || rt[0].seq != c.hostNxt || len(rt[0].payload) != 1460 {
+		t.Fatalf("after the partial ACK: %+v, want [%d, +1460) resent at once", rt, c.hostNxt)
+	}
+	if h.count("tcp.rto") != 0 || h.count("tcp.recoveries") != 1 {
+		t.Fatalf("rto %d, recoveries %d", h.count("tcp.rto"), h.count("tcp.recoveries"))
+	}
+}
