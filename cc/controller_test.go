@@ -168,12 +168,15 @@ func enterCSS(s *sim) {
 	}
 }
 
-func TestRecoveryNeedsOnRecoveryEndWithoutSendPositions(t *testing.T) {
+// TestRecoveryNeedsOnRecoveryEnd: cc keeps no recovery point; only the
+// sender's OnRecoveryEnd ends a recovery, whatever the ACKs acknowledge.
+func TestRecoveryNeedsOnRecoveryEnd(t *testing.T) {
 	c, _ := New(Config{SMSS: smss})
-	c.OnCongestion(0, 10*smss) // no OnSend and no SndNxt: no recovery point
-	c.OnAck(Ack{Acked: smss})
+	c.OnSend(0, 10*smss)
+	c.OnCongestion(0, 10*smss)
+	c.OnAck(Ack{Acked: 20 * smss, SndUna: 20 * smss, SndNxt: 20 * smss})
 	if !c.InRecovery() {
-		t.Fatal("recovery ended without a recovery point or OnRecoveryEnd")
+		t.Fatal("an ACK past SND.NXT at the loss ended recovery without OnRecoveryEnd")
 	}
 	c.OnRecoveryEnd(0)
 	if c.InRecovery() {

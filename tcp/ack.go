@@ -96,6 +96,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		}
 	}
 	e.sackScratch = sacks[:0]
+	e.probe = false // an ACK came: a probe still waiting has done its job
 	wasOutstanding := e.q.Outstanding() > 0
 	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
 	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
@@ -125,6 +126,26 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	if sample > 0 {
 		e.est.Sample(now, sample)
 	}
+	e.recoveryOnAck(s, opts, res, len(sacks) > 0, progress, wasOutstanding, sample, now)
+	e.q.SetInRecovery(e.rec.InRecovery())
+	if e.q.Outstanding() == 0 {
+		e.tRtx.stop()
+		e.tlpArmed = false
+	} else if progress {
+		// RFC 6298 §5.3 restarts the RTO on an ACK of new data; RFC 8985
+		// §7.2 arms the probe timeout instead when a probe may be sent.
+		e.tlpArmed = false
+		if !e.armPTO() {
+			e.tRtx.arm(e.est.RTO())
+		}
+	}
+}
+
+// recoveryOnAck feeds one ACK to loss recovery and cc, in the order that
+// keeps them honest: undo evidence, NewReno's duplicate ACKs, RACK's losses
+// (so a loss is known before cc may grow cwnd), cc, PRR, then the end of the
+// recovery.
+func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.AckResult, sacked, progress, wasOutstanding bool, sample, now time.Duration) {
 	if e.rec.OnEvidence(recovery.Evidence{
 		Progress: progress, TSEcr: opts.TSEcr, HasTSEcr: e.tsOK && opts.TS && opts.TSEcr != 0,
 		DSACKOfRetransmission: res.DSACK && res.SpuriousHint,
@@ -138,7 +159,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	// DeliveredData without SACK). ACKs that carry blocks go to RACK instead.
 	dupDelivered := uint64(0)
 	renoEnter := false
-	if len(sacks) == 0 {
+	if !sacked {
 		switch {
 		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
 			dupDelivered = uint64(e.smss)
@@ -174,28 +195,15 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	if e.rec.MaybeEnd(e.sndUna) {
 		e.ctl.OnRecoveryEnd(now)
 	}
-	e.q.SetInRecovery(e.rec.InRecovery())
-	if e.q.Outstanding() == 0 {
-		e.tRtx.stop()
-		e.tlpArmed = false
-	} else if progress {
-		// RFC 6298 §5.3 restarts the RTO on an ACK of new data; RFC 8985
-		// §7.2 arms the probe timeout instead when a probe may be sent.
-		e.tlpArmed = false
-		if !e.armPTO() {
-			e.tRtx.arm(e.est.RTO())
-		}
-	}
 }
 
 // startedRecovery follows the start of a fast or NewReno recovery
-// (recovery.OnLoss, StartNewReno): one window reduction, PRR from the flight
-// now, and rtxq's reordering window for recovery.
+// (recovery.OnLoss, StartNewReno): one window reduction, and rtxq's
+// reordering window for recovery.
 func (e *endpoint) startedRecovery(now time.Duration) {
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
-	e.rec.StartPRR(e.sndNxt - e.sndUna)
-	e.q.SetInRecovery(true)
+	e.q.SetInRecovery(e.rec.InRecovery())
 }
 
 // growSendBuffer lets the send queue follow the window in use: twice cwnd

@@ -8,6 +8,10 @@
 //	timer.go     timers on the stack's clock
 //	counters.go  the tcp.* counters
 //
+// Loss recovery (its state, recovery point, duplicate ACKs, PRR, undo and RTO
+// attempts) lives in tcp/internal/recovery; the endpoint feeds it events and
+// forwards its verdicts to cc and rtxq.
+//
 // Departures from the RFCs, each safe for the reason given where it is made:
 //   - the zero-window probe is an ACK at SND.UNA-1, not a byte of new data (output.go);
 //   - challenge ACKs are limited per connection, ten a second (input.go, RFC 5961 §7);
@@ -15,6 +19,8 @@
 //     (listen.go; with timestamps they ride in the TSval, syncookie);
 //   - ICMP errors are advisory only (input.go, RFC 5927 §4.1);
 //   - a RST in TIME-WAIT is ignored (RFC 1337 §3);
-//   - the minimum RTO is 200 ms (tcp/internal/rtt).
+//   - the minimum RTO is 200 ms (tcp/internal/rtt);
+//   - a loss RACK finds after an RTO starts a PRR-paced fast recovery
+//     (tcp/internal/recovery/sack.go, RFC 6675 §5.1 leaves it to slow start).
 
 package tcp

@@ -185,6 +185,7 @@ type endpoint struct {
 	persistProbes                                               int // zero-window probes since the peer last answered
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
+	probe                                                       bool // a loss probe waits for its opportunity (RFC 8985 §7.3)
 }
 
 func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) *endpoint {

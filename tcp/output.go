@@ -119,13 +119,15 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes()), 1) }
 
 // output is one send opportunity (ARCHITECTURE.md "How a segment travels"):
-// retransmissions of lost segments first, then new data and the FIN, while
-// the congestion window, the peer's window, the data and the card's credit
-// allow. It ends on exactly one stop reason, reported to cc with the flight.
-// The card is asked last, only for a segment that is otherwise ready, so an
-// application or peer-window stop overrides the card's verdict (the gate
-// would grow cwnd on a card stop, cc/limited.go); a full cwnd with a full
-// card reports cwnd, which the gate reads the same way.
+// retransmissions of lost segments first, then new data and the FIN, then a
+// pending loss probe's resend, while the congestion window (or PRR), the
+// peer's window, the data and the card's credit allow. Every segment, loss
+// probes included, goes through the same checks and pacing. It ends on
+// exactly one stop reason, reported to cc with the flight. The card is asked
+// last, only for a segment that is otherwise ready, so an application or
+// peer-window stop overrides the card's verdict (the gate would grow cwnd on
+// a card stop, cc/limited.go); a full cwnd with a full card reports cwnd,
+// which the gate reads the same way.
 func (e *endpoint) output() {
 	switch e.state {
 	case StateEstablished, StateCloseWait, StateFinWait1, StateClosing, StateLastAck:
@@ -136,112 +138,37 @@ func (e *endpoint) output() {
 		return
 	}
 	now := e.now()
-	reason := cc.StopApp
+	var reason cc.StopReason
 	sentNew := false
 	cwnd := uint64(e.ctl.Cwnd())
-	smss := e.maxPayload()
+	smss := uint64(e.maxPayload())
 	for {
-		seg, ok := e.q.NextToRetransmit()
-		head := false
-		if !ok && e.rec.WantHead() {
-			seg, ok = e.q.Oldest()
-			head = ok
-			if !ok {
-				e.rec.HeadDone()
-			}
-		}
-		if ok {
-			l := seg.End - seg.Start
-			if !e.rec.MaySend(l, e.q.InFlight(), cwnd, true) {
-				reason = cc.StopCwnd
-				break
-			}
-			if e.cardStopped() {
-				reason = cc.StopCard
-				break
-			}
-			if head {
-				e.rec.HeadDone()
-			}
-			if e.paceWait(now, int(l)) {
-				return
-			}
-			e.retransmit(seg.Start, seg.End, seg.Fin, now)
-			continue
-		}
-		dataEnd := e.sbuf.End() + 1
-		finUnsent := e.finQueued && e.sndNxt <= dataEnd
-		avail := uint64(0)
-		if e.sndNxt < dataEnd {
-			avail = dataEnd - e.sndNxt
-		}
-		if avail == 0 && !finUnsent {
-			reason = cc.StopApp
-			break
-		}
-		wndRight := e.sndUna + e.sndWnd
-		wndRoom := uint64(0)
-		if wndRight > e.sndNxt {
-			wndRoom = wndRight - e.sndNxt
-		}
-		size := min64(avail, uint64(smss))
-		if size > wndRoom {
-			size = wndRoom
-		}
-		if avail > 0 && size == 0 {
-			reason = cc.StopPeerWindow
-			e.armPersist()
-			break
-		}
-		if !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
-			reason = cc.StopCwnd
-			break
-		}
-		fin := finUnsent && e.sndNxt+size == dataEnd
-		if size < uint64(smss) && size < avail {
-			// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1).
-			if size < e.maxSndWnd/2 {
-				reason = cc.StopPeerWindow
-				e.armPersist()
-				break
-			}
-		} else if size < uint64(smss) && size == avail && !e.nodelay && e.sndNxt > e.sndUna && !fin {
-			// Nagle (RFC 9293 §3.7.4): one runt in flight at a time; the
-			// last segment, carrying the FIN, is not held.
-			reason = cc.StopApp
-			break
-		}
-		if e.cork && size < uint64(smss) && size == avail && !e.finQueued {
-			reason = cc.StopApp
+		c, stop, ok := e.nextSegment(smss, cwnd)
+		if !ok {
+			reason = stop
 			break
 		}
 		if e.cardStopped() {
 			reason = cc.StopCard
 			break
 		}
-		if e.paceWait(now, int(size)) {
+		if e.paceWait(now, int(c.size())) {
 			return
 		}
-		start := e.sndNxt
-		end := start + size
-		if fin {
-			end++
+		e.probe = false
+		if c.rtx {
+			if c.head {
+				e.rec.HeadDone()
+			}
+			e.retransmit(c.start, c.end, c.fin, now)
+			continue
 		}
-		if err := e.q.Push(start, end, now, fin); err != nil {
-			reason = cc.StopCwnd
+		if !e.sendNew(c, now) {
+			reason = cc.StopCwnd // the retransmission queue is full
 			break
 		}
-		e.sndNxt = end
-		if e.sndNxt > e.sndMax {
-			e.sndMax = e.sndNxt
-		}
-		e.rec.OnSent(size, false)
-		e.sendData(start, end, fin, nil)
-		if e.pace != nil {
-			e.pace.Sent(now, int(size)+header.TCPMinimumSize)
-		}
 		sentNew = true
-		if fin {
+		if c.fin {
 			reason = cc.StopApp
 			break
 		}
@@ -258,6 +185,129 @@ func (e *endpoint) output() {
 	if e.q.Outstanding() > 0 {
 		e.armRetransmitTimer(sentNew)
 	}
+}
+
+// candidate is the next segment an opportunity would send: [start, end) of
+// sequence offsets (a FIN takes the last), a retransmission or new data.
+type candidate struct {
+	start, end uint64
+	fin        bool
+	rtx        bool
+	head       bool // NewReno's retransmission of the segment at SND.UNA
+}
+
+// size is what the segment counts against the windows and the pacer: a
+// retransmission's whole range, new data's payload.
+func (c candidate) size() uint64 {
+	if c.fin && !c.rtx {
+		return c.end - c.start - 1
+	}
+	return c.end - c.start
+}
+
+// nextSegment is the segment the windows allow next, or why none may go:
+// a lost segment (or NewReno's head), else new data, else, when a loss probe
+// is pending and no new data may go, a resend of the newest segment (RFC
+// 8985 §7.3).
+func (e *endpoint) nextSegment(smss, cwnd uint64) (candidate, cc.StopReason, bool) {
+	if c, ok := e.nextRetransmission(); ok {
+		if !e.rec.MaySend(c.end-c.start, e.q.InFlight(), cwnd, true) {
+			return c, cc.StopCwnd, false
+		}
+		return c, 0, true
+	}
+	c, stop, ok := e.nextNewData(smss, cwnd)
+	if ok || !e.probe || stop == cc.StopCwnd {
+		return c, stop, ok
+	}
+	if seg, ok := e.q.Newest(); ok {
+		return candidate{start: seg.Start, end: seg.End, fin: seg.Fin, rtx: true}, 0, true
+	}
+	return c, stop, false
+}
+
+// nextRetransmission is the lowest segment marked lost, else the head when
+// NewReno asks for it.
+func (e *endpoint) nextRetransmission() (candidate, bool) {
+	if seg, ok := e.q.NextToRetransmit(); ok {
+		return candidate{start: seg.Start, end: seg.End, fin: seg.Fin, rtx: true}, true
+	}
+	if !e.rec.WantHead() {
+		return candidate{}, false
+	}
+	seg, ok := e.q.Oldest()
+	if !ok {
+		e.rec.HeadDone()
+		return candidate{}, false
+	}
+	return candidate{start: seg.Start, end: seg.End, fin: seg.Fin, rtx: true, head: true}, true
+}
+
+// nextNewData is the next segment of new data (and the FIN), or the stop:
+// the application's (no data, Nagle, cork), the peer's window (full, or a
+// runt it would force: sender SWS avoidance), or cwnd/PRR. A pending loss
+// probe may take one segment past cwnd, Nagle and cork (RFC 8985 §7.3).
+func (e *endpoint) nextNewData(smss, cwnd uint64) (candidate, cc.StopReason, bool) {
+	dataEnd := e.sbuf.End() + 1
+	finUnsent := e.finQueued && e.sndNxt <= dataEnd
+	avail := uint64(0)
+	if e.sndNxt < dataEnd {
+		avail = dataEnd - e.sndNxt
+	}
+	if avail == 0 && !finUnsent {
+		return candidate{}, cc.StopApp, false
+	}
+	wndRoom := uint64(0)
+	if wndRight := e.sndUna + e.sndWnd; wndRight > e.sndNxt {
+		wndRoom = wndRight - e.sndNxt
+	}
+	size := min(avail, smss, wndRoom)
+	if avail > 0 && size == 0 {
+		e.armPersist()
+		return candidate{}, cc.StopPeerWindow, false
+	}
+	if !e.probe && !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
+		return candidate{}, cc.StopCwnd, false
+	}
+	fin := finUnsent && e.sndNxt+size == dataEnd
+	if size < smss && size < avail {
+		// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1).
+		if size < e.maxSndWnd/2 {
+			e.armPersist()
+			return candidate{}, cc.StopPeerWindow, false
+		}
+	} else if size < smss && size == avail && !e.nodelay && e.sndNxt > e.sndUna && !fin && !e.probe {
+		// Nagle (RFC 9293 §3.7.4): one runt in flight at a time; the
+		// last segment, carrying the FIN, is not held.
+		return candidate{}, cc.StopApp, false
+	}
+	if e.cork && size < smss && size == avail && !e.finQueued && !e.probe {
+		return candidate{}, cc.StopApp, false
+	}
+	c := candidate{start: e.sndNxt, end: e.sndNxt + size, fin: fin}
+	if fin {
+		c.end++
+	}
+	return c, 0, true
+}
+
+// sendNew sends the new data c, or reports false if the retransmission
+// queue cannot hold it.
+func (e *endpoint) sendNew(c candidate, now time.Duration) bool {
+	if err := e.q.Push(c.start, c.end, now, c.fin); err != nil {
+		return false
+	}
+	e.sndNxt = c.end
+	if e.sndNxt > e.sndMax {
+		e.sndMax = e.sndNxt
+	}
+	size := c.size()
+	e.rec.OnSent(size, false)
+	e.sendData(c.start, c.end, c.fin, nil)
+	if e.pace != nil {
+		e.pace.Sent(now, int(size)+header.TCPMinimumSize)
+	}
+	return true
 }
 
 // cardStopped reports that the card has no room for another segment beyond
@@ -354,6 +404,7 @@ func (e *endpoint) refused(segs []outSeg) {
 		if e.sndMax > rollTo {
 			e.sndMax = rollTo
 		}
+		e.rec.OnRollback(rollTo)
 	}
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()

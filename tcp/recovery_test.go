@@ -307,3 +307,91 @@ func TestAckRevealingLossDoesNotGrowCwnd(t *testing.T) {
 		}
 	}
 }
+
+// TestLossProbeTakesAnOrdinarySendOpportunity: a loss probe (RFC 8985 §7.3)
+// goes through the same send path as everything else: a full card holds it
+// and the opportunity ends on a card stop reported to cc; the probe goes
+// when the card has room again.
+func TestLossProbeTakesAnOrdinarySendOpportunity(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.sampleRTT(t, 10*time.Millisecond)
+	c.write(t, make([]byte, 3*1460))
+	if n := len(h.out()); n != 3 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(10 * time.Millisecond)
+	c.hostNxt += 2 * 1460
+	c.send(header.TCPFlagAck, nil)
+	h.out()
+	h.link.Full = true
+	before := h.reg.Snapshot()
+	h.clk.RunFor(60 * time.Millisecond) // the probe timeout, about 2·SRTT
+	d := h.reg.Snapshot().Diff(before)
+	if d["tcp.loss-probes"] != 1 || d["tcp.stops.card"] != 1 {
+		t.Fatalf("loss-probes %d, card stops %d; want 1, 1", d["tcp.loss-probes"], d["tcp.stops.card"])
+	}
+	if segs := h.out(); len(segs) != 0 {
+		t.Fatalf("a full card let %d segments out: %+v", len(segs), segs)
+	}
+	h.link.Full = false
+	h.link.Release()
+	probe := h.out()
+	if len(probe) != 1 || probe[0].seq != c.hostNxt || len(probe[0].payload) != 1460 {
+		t.Fatalf("once the card has room: %+v, want the probe resending [%d, +1460)", probe, c.hostNxt)
+	}
+}
+
+// TestLossProbeSendsNewDataPastAFullCwnd: with unsent data and room in the
+// peer's window, the probe is the next new segment, sent though cwnd is full
+// (RFC 8985 §7.3), and the opportunity then ends on cwnd.
+func TestLossProbeSendsNewDataPastAFullCwnd(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 3})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.sampleRTT(t, 10*time.Millisecond)
+	c.write(t, make([]byte, 6*1460))
+	if n := len(h.out()); n != 3 {
+		t.Fatalf("sent %d segments, want cwnd's 3", n)
+	}
+	before := h.reg.Snapshot()
+	h.clk.RunFor(60 * time.Millisecond)
+	d := h.reg.Snapshot().Diff(before)
+	probe := h.out()
+	if len(probe) != 1 || probe[0].seq != c.hostNxt+3*1460 || d["tcp.loss-probes"] != 1 {
+		t.Fatalf("probes %d, sent %+v; want one new segment at %d", d["tcp.loss-probes"], probe, c.hostNxt+3*1460)
+	}
+	if d["tcp.stops.cwnd"] != 1 {
+		t.Fatalf("stops: cwnd %d, app %d, card %d; want the probe's opportunity to end on cwnd",
+			d["tcp.stops.cwnd"], d["tcp.stops.app"], d["tcp.stops.card"])
+	}
+}
+
+// TestPartialAckRetransmitsTheNextHoleWithoutSACK is RFC 6582 §3.2 step 3:
+// inside a NewReno recovery, an ACK that covers the retransmission but not
+// the recovery point retransmits the new head at once, not after an RTO.
+func TestPartialAckRetransmitsTheNextHoleWithoutSACK(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 10})
+	c := h.accept(80, synOptions(1460, 7, false, false, 0))
+	c.write(t, make([]byte, 8*1460))
+	if n := len(h.out()); n != 8 {
+		t.Fatalf("sent %d segments", n)
+	}
+	h.clk.RunFor(5 * time.Millisecond)
+	// Segments 0 and 2 are lost: duplicate ACKs of 0, then the repair of 0
+	// brings an ACK up to the second hole.
+	for i := 0; i < 3; i++ {
+		c.send(header.TCPFlagAck, nil)
+	}
+	if rt := h.out(); len(rt) == 0 || rt[0].seq != c.hostNxt {
+		t.Fatalf("after three duplicate ACKs: %+v, want the head resent", rt)
+	}
+	c.hostNxt += 2 * 1460
+	c.send(header.TCPFlagAck, nil)
+	rt := h.out()
+	if len(rt) == 0 || rt[0].seq != c.hostNxt || len(rt[0].payload) != 1460 {
+		t.Fatalf("after the partial ACK: %+v, want [%d, +1460) resent at once", rt, c.hostNxt)
+	}
+	if h.count("tcp.rto") != 0 || h.count("tcp.recoveries") != 1 {
+		t.Fatalf("rto %d, recoveries %d", h.count("tcp.rto"), h.count("tcp.recoveries"))
+	}
+}

@@ -148,8 +148,10 @@ func (e *endpoint) onRetransmitTimer() {
 		return
 	}
 	if e.tlpArmed {
+		e.lossProbe()
+		// After a probe the RTO, not another PTO, guards the flight (RFC
+		// 8985 §7.3), whatever output armed.
 		e.tlpArmed = false
-		e.lossProbe(now)
 		e.tRtx.arm(e.est.RTO())
 		return
 	}
@@ -166,36 +168,23 @@ func (e *endpoint) onRetransmitTimer() {
 	e.q.OnRTO(now)
 	e.ctl.OnRTO(now, flight)
 	e.est.Backoff()
-	e.q.SetInRecovery(true)
+	e.probe = false
+	e.q.SetInRecovery(e.rec.InRecovery())
 	e.output()
 	// output may not have resent anything (card stop); the timer stays.
 	e.tRtx.arm(e.est.RTO())
 }
 
-// lossProbe is RFC 8985 §7.3: send one new segment if the windows allow,
-// else resend the last segment, to get an ACK that reveals a tail loss.
-func (e *endpoint) lossProbe(now time.Duration) {
+// lossProbe is RFC 8985 §7.3: one segment goes whatever cwnd allows, new
+// data if the peer's window has room, else a resend of the newest segment,
+// to get an ACK that reveals a tail loss. It is an ordinary send opportunity
+// (output), so pacing, the card's credit and the stop reason apply to it; a
+// probe the card or the pacer holds goes when they allow, unless an ACK
+// comes first.
+func (e *endpoint) lossProbe() {
 	e.p.st.lossProbes.Inc()
-	dataEnd := e.sbuf.End() + 1
-	if e.sndNxt < dataEnd && e.sndNxt < e.sndUna+e.sndWnd {
-		size := min64(min64(dataEnd-e.sndNxt, uint64(e.maxPayload())), e.sndUna+e.sndWnd-e.sndNxt)
-		start := e.sndNxt
-		fin := e.finQueued && start+size == dataEnd
-		end := start + size
-		if fin {
-			end++
-		}
-		if e.q.Push(start, end, now, fin) == nil {
-			e.sndNxt = end
-			e.sndMax = max64(e.sndMax, end)
-			e.sendData(start, end, fin, nil)
-			e.ctl.OnSend(now, e.sndNxt)
-			return
-		}
-	}
-	if seg, ok := e.q.Newest(); ok {
-		e.retransmit(seg.Start, seg.End, seg.Fin, now)
-	}
+	e.probe = true
+	e.output()
 }
 
 func (e *endpoint) onKeepaliveTimer() {

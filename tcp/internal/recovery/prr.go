@@ -13,12 +13,6 @@ type prr struct {
 	sndcnt    int64  // what may still be sent on this ACK
 }
 
-// StartPRR initialises PRR at the start of a fast or NewReno recovery
-// (RFC 6937 §3's "on entering recovery"); flight is SND.NXT - SND.UNA.
-func (r *Recovery) StartPRR(flight uint64) {
-	r.prr = prr{recoverFS: max(flight, 1)}
-}
-
 // OnDelivered is RFC 6937 §3's per-ACK step in a fast or NewReno recovery:
 // delivered bytes left the network (cumulatively acked, SACKed, or one
 // segment per duplicate ACK without SACK), pipe is RFC 6675's pipe after the

@@ -8,7 +8,6 @@ import "testing"
 func TestPRRSendsInProportionAboveSsthresh(t *testing.T) {
 	r := New(smss)
 	r.OnLoss(0, 20*smss)
-	r.StartPRR(20 * smss)
 	sent := uint64(0)
 	for i := 0; i < 10; i++ {
 		r.OnDelivered(smss, 19*smss-uint64(i)*smss+sent, 14*smss)
@@ -27,7 +26,6 @@ func TestPRRSendsInProportionAboveSsthresh(t *testing.T) {
 func TestPRRSlowStartsBackBelowSsthresh(t *testing.T) {
 	r := New(smss)
 	r.StartNewReno(0, 20*smss)
-	r.StartPRR(20 * smss)
 	r.OnDelivered(2*smss, 5*smss, 14*smss)
 	if got := r.PRRSendCount(); got != 3*smss {
 		t.Fatalf("sndcnt %d, want delivered + MSS = %d", got, 3*smss)

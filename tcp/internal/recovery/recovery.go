@@ -101,10 +101,21 @@ func (r *Recovery) MaybeEnd(sndUna uint64) bool {
 	return true
 }
 
-// begin starts a recovery of state s with the recovery point sndNxt.
+// OnRollback follows SND.NXT back to sndNxt when the link refused segments
+// that were never sent: a recovery point above it would name data that is
+// not in flight, and the recovery would outlast the data it covers.
+func (r *Recovery) OnRollback(sndNxt uint64) {
+	if r.state != Open && r.point > sndNxt {
+		r.point = sndNxt
+	}
+}
+
+// begin starts a recovery of state s with the recovery point sndNxt, and
+// PRR's RecoverFS from the flight (RFC 6937 §3, "on entering recovery").
 func (r *Recovery) begin(s State, sndUna, sndNxt uint64) {
 	r.state = s
 	r.point = sndNxt
+	r.prr = prr{recoverFS: max(sndNxt-sndUna, 1)}
 	r.undo.begin()
 }
 

@@ -62,7 +62,6 @@ func TestLossAfterTimeoutStartsFastRecovery(t *testing.T) {
 func TestFirstRetransmissionIgnoresTheWindow(t *testing.T) {
 	r := New(smss)
 	r.OnLoss(0, 10*smss)
-	r.StartPRR(10 * smss)
 	if !r.MaySend(smss, 10*smss, 5*smss, true) {
 		t.Fatal("the first retransmission was held")
 	}
@@ -88,5 +87,21 @@ func TestCwndGovernsOutsideFastRecovery(t *testing.T) {
 	}
 	if !r.MaySend(0, 5*smss, smss, false) {
 		t.Fatal("a bare FIN was held")
+	}
+}
+
+// RFC 6675 §5's RecoveryPoint is the highest sequence sent: data the link
+// refused was never sent, so the point follows SND.NXT back, never forward.
+func TestRecoveryPointFollowsARollback(t *testing.T) {
+	r := New(smss)
+	r.OnLoss(0, 10*smss)
+	r.OnRollback(8 * smss)
+	if r.Point() != 8*smss || !r.MaybeEnd(8*smss) {
+		t.Fatalf("point %d after a rollback to %d", r.Point(), 8*smss)
+	}
+	r.OnLoss(8*smss, 12*smss)
+	r.OnRollback(20 * smss)
+	if r.Point() != 12*smss {
+		t.Fatalf("a rollback moved the point forward to %d", r.Point())
 	}
 }

@@ -30,7 +30,6 @@ func TestOnlyTimeoutsSpendTheGiveUpBudget(t *testing.T) {
 func TestTimeoutReplacesFastRecovery(t *testing.T) {
 	r := New(smss)
 	r.OnLoss(0, 10*smss)
-	r.StartPRR(10 * smss)
 	r.OnRTO(0, 12*smss, 9)
 	if r.State() != RTO || r.Point() != 12*smss {
 		t.Fatalf("state %v point %d", r.State(), r.Point())

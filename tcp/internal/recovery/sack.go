@@ -7,8 +7,8 @@ package recovery
 
 // OnLoss reports that RACK marked data lost with SND.UNA and SND.NXT as
 // given. It returns true if that starts a fast recovery; the caller then
-// reduces the window once (cc.OnCongestion, RFC 9438 §4.6) and calls
-// StartPRR with the reduced ssthresh.
+// reduces the window once (cc.OnCongestion, RFC 9438 §4.6), and passes the
+// reduced ssthresh to OnDelivered with each ACK.
 //
 // A loss found during an RTO recovery also starts a fast recovery: the
 // timeout already reduced ssthresh, so cc counts the event as a repeat loss
