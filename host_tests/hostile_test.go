@@ -13,6 +13,7 @@ import (
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 	"github.com/netramp/netramp/stack/tcptest"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
 )
@@ -37,7 +38,7 @@ func newAttack(t testing.TB, cfg wire.Config, oa, ob tcp.Options, seed int64) *a
 	t.Helper()
 	a := &attack{sport: 5001, rng: rand.New(rand.NewPCG(uint64(seed), 9))}
 	p, err := vtest.NewPairLinks(cfg, stack.Options{TCP: oa}, stack.Options{TCP: ob}, seed,
-		func(s vtest.Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		func(s vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
 			a.tap[s] = tcptest.NewTap(ep)
 			return a.tap[s]
 		})

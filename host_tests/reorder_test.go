@@ -12,6 +12,7 @@ import (
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 	"github.com/netramp/netramp/stack/tcptest"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 )
 
@@ -80,7 +81,7 @@ func TestReorderedSegmentsAreNotDroppedByPAWS(t *testing.T) {
 	dir := wire.Dir{RateBps: 100e6, Delay: 5 * time.Millisecond}
 	var d *delayer
 	p, err := vtest.NewPairLinks(wire.Config{AtoB: dir, BtoA: dir}, stack.Options{}, stack.Options{}, 21,
-		func(s vtest.Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		func(s vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
 			if s != vtest.SideA {
 				return ep
 			}
