@@ -229,8 +229,7 @@ var presets = map[string]func() Config{
 	// 1 Gbit/s to the bench's Wi-Fi peer), fitted to the report's metal rows
 	// for arms A and B (rows of five connections, 250 MB each as osbench
 	// sends, marks at the receiver; host_tests' TestT14ModelMatchesMetal
-	// holds the fit). Each
-	// choice and the figure it was fitted to:
+	// holds the fit). Each choice and the figure it was fitted to:
 	//   - 1 Gbit/s, 1 ms each way, the card the first hop with a 256-frame
 	//     ring, a 1 MB queue: the report's path (2 ms base RTT, I219). The
 	//     rows' rate from 1 s to 2 s (A 110, B 116 MB/s) is this line's
@@ -251,7 +250,8 @@ var presets = map[string]func() Config{
 	//     (2.0-2.1 MB) and 1 s (34-38 MB); the 3 ms period, so that whole
 	//     rounds see a higher minimum and HyStart++ enters CSS and resumes,
 	//     to B's CSS entries (590-702 a row, none exiting). Per-frame draws
-	//     (no period) fit the marks as well but entered CSS once a row.
+	//     (no period) fit the marks as well but, with RFC 9406's running
+	//     round minimum, entered CSS once a row.
 	"t14": func() Config {
 		const q = 1_000_000
 		return Config{
