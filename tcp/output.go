@@ -222,7 +222,10 @@ func (e *endpoint) output() {
 			end++
 		}
 		if err := e.q.Push(start, end, now, fin); err != nil {
-			reason = cc.StopCwnd
+			// The segment cap (segCapMSS): a limit the peer's tiny MSS
+			// set, not the congestion window, so cwnd must not grow on it.
+			e.p.st.segCapStops.Inc()
+			reason = cc.StopPeerWindow
 			break
 		}
 		e.sndNxt = end
