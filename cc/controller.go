@@ -13,7 +13,9 @@
 //   - hystart.go: HyStart++ rounds, CSS and its exit (RFC 9406 §4.2, §4.3);
 //   - reno.go: RFC 5681 §3.1 slow start after a loss or an RTO;
 //   - cubic.go: CUBIC's window (RFC 9438 §4.2–§4.10);
-//   - controller.go: the events, the recovery bookkeeping and the counters.
+//   - controller.go: the events and the counters. Loss recovery itself (its
+//     state, recovery point, PRR and undo evidence) is the sender's; cc
+//     learns of it by events: OnCongestion, OnRTO, OnRecoveryEnd, OnSpurious.
 package cc
 
 import (
@@ -98,7 +100,7 @@ type Config struct {
 	SMSS          int // sender maximum segment size, bytes
 	InitialWindow int // segments; 0 = 10 (RFC 6928)
 	Arm           Arm
-	// Pacing says the sender paces, so HyStart++'s L is unlimited (RFC 9406 §4.3).
+	// Pacing says the sender paces (arm P) at PacingRate.
 	Pacing bool
 	// NoFastConvergence turns off RFC 9438 §4.7, which is on by default.
 	NoFastConvergence bool
@@ -171,7 +173,6 @@ type State struct {
 	InitialSlowStart          bool // ssthresh is still InfiniteSsthresh
 	FastRecovery              bool // a loss reduced cwnd and its recovery has not ended
 	RTOEpisode                bool // an RTO reset cwnd and its recovery has not ended
-	RecoveryPoint             uint64
 
 	// HyStart++ (RFC 9406).
 	HyStartActive       bool
@@ -207,6 +208,7 @@ type Controller struct {
 	smss     int
 	iw       int // bytes
 	arm      Arm
+	pacing   bool
 	fc       bool
 	counters Counters
 
@@ -218,11 +220,13 @@ type Controller struct {
 	hs   hystart
 	cub  cubic
 
-	fastRecovery  bool
-	rtoEpisode    bool
-	recoveryPoint uint64
-	sndNxt        uint64
-	grownLast     int
+	// fastRecovery and rtoEpisode are set by OnCongestion and OnRTO and
+	// cleared by OnRecoveryEnd and OnSpurious: the sender decides when a
+	// recovery ends.
+	fastRecovery bool
+	rtoEpisode   bool
+	sndNxt       uint64
+	grownLast    int
 
 	undo    *snapshot
 	maxSeen int
@@ -260,6 +264,7 @@ func New(cfg Config) (*Controller, error) {
 		smss:     cfg.SMSS,
 		iw:       iw * cfg.SMSS,
 		arm:      cfg.Arm,
+		pacing:   cfg.Pacing,
 		fc:       !cfg.NoFastConvergence,
 		ssthresh: InfiniteSsthresh,
 	}
@@ -268,7 +273,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.cwnd = c.iw
 	c.gate = newGate(cfg.Arm, cfg.SMSS)
-	c.hs = newHystart(cfg.Arm == ArmB, cfg.Pacing)
+	c.hs = newHystart(cfg.Arm == ArmB)
 	c.cub = newCubic(cfg.SMSS, c.fc)
 	c.noteMax()
 	return c, nil
@@ -286,17 +291,33 @@ func (c *Controller) InSlowStart() bool { return c.cwnd < c.ssthresh }
 // InRecovery reports whether a congestion event's recovery is under way.
 func (c *Controller) InRecovery() bool { return c.fastRecovery || c.rtoEpisode }
 
-// PacingRate returns bytes per second: 2·cwnd/srtt in slow start, 1.2·cwnd/srtt
-// after, so a paced sender can still double per round trip; 0 without srtt.
-func (c *Controller) PacingRate(srtt time.Duration) float64 {
-	if srtt <= 0 {
+// PacingRate returns the rate, in bytes per second, at which a pacing
+// sender (Config.Pacing, arm P) spreads its segments now; 0 means send as
+// the ACKs clock it, as arms A and B do.
+//
+// The rate paces the growth as well as the sending (RFC 9406 §4.3): the
+// window plus what the phase grows it by a round, over a round trip: 2·cwnd
+// in slow start, 1.25·cwnd in CSS (which grows a quarter as fast), 1.2·cwnd
+// in congestion avoidance. Slow start and CSS divide by the path's minimum
+// RTT, because their RTT samples carry the peer's ACK hold (up to 20 ms on
+// the t14 path), which would hold the flight back below what the window
+// allows; congestion avoidance divides by srtt, which includes the standing
+// queue, so the rate stays near the delivery rate. Without an RTT it is 0.
+func (c *Controller) PacingRate(srtt, minRTT time.Duration) float64 {
+	if !c.pacing {
 		return 0
 	}
-	f := 1.2
-	if c.InSlowStart() {
-		f = 2
+	rtt, f := srtt, 1.2
+	switch {
+	case c.hs.active && c.hs.css && c.ssthresh == InfiniteSsthresh:
+		rtt, f = minRTT, 1+1.0/hsCSSGrowthDiv
+	case c.InSlowStart():
+		rtt, f = minRTT, 2
 	}
-	return f * float64(c.cwnd) / srtt.Seconds()
+	if rtt <= 0 {
+		return 0
+	}
+	return f * float64(c.cwnd) / rtt.Seconds()
 }
 
 // OnSendStop records how the last send opportunity ended and the bytes in
@@ -306,8 +327,7 @@ func (c *Controller) OnSendStop(reason StopReason, inFlight int) {
 	c.gate.onStop(reason, clampSize(inFlight), c.cwnd)
 }
 
-// OnSend records that data was sent up to sndNxt, for HyStart++'s rounds and
-// the recovery point.
+// OnSend records that data was sent up to sndNxt, for HyStart++'s rounds.
 func (c *Controller) OnSend(now time.Duration, sndNxt uint64) {
 	if sndNxt > c.sndNxt {
 		c.sndNxt = sndNxt
@@ -330,7 +350,6 @@ func (c *Controller) OnAck(a Ack) {
 		if acked > 0 {
 			c.counters.AcksInRecovery.Inc()
 		}
-		c.maybeEndRecovery(a.SndUna)
 		return
 	}
 	if acked > 0 {
@@ -366,7 +385,6 @@ func (c *Controller) OnAck(a Ack) {
 		c.counters.CwndGrownBytes.Add(uint64(c.grownLast))
 		c.noteMax()
 	}
-	c.maybeEndRecovery(a.SndUna)
 }
 
 // hystartAck is one ACK of the initial slow start under HyStart++: growth
@@ -386,12 +404,13 @@ func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
 	if ev.resumed {
 		c.counters.Resumed.Inc()
 	}
-	if c.hs.onCumAck(a.SndUna, c.sndNxt) {
+	if ev.exit || c.hs.onCumAck(a.SndUna, c.sndNxt) {
 		c.exitSlowStart(a.Now)
 	}
 }
 
-// exitSlowStart ends HyStart++ after its CSS rounds: ssthresh = cwnd, and
+// exitSlowStart ends HyStart++ after its CSS rounds, or once CSS sees the
+// queue keep growing (hystart.onRTT): ssthresh = cwnd, and
 // CUBIC starts with cwnd_prior = W_max = cwnd and K = 0 (RFC 9406 §4.2,
 // RFC 9438 §4.10).
 func (c *Controller) exitSlowStart(now time.Duration) {
@@ -420,23 +439,15 @@ func (c *Controller) OnCongestion(now time.Duration, inFlight int) {
 	c.cwnd = min(c.ssthresh, max(c.cwnd, 2*c.smss))
 	c.hs.stop()
 	c.fastRecovery = true
-	c.recoveryPoint = c.sndNxt
 	c.counters.Reductions.Inc()
 }
 
-// OnRecoveryEnd ends the recovery of the last congestion event or RTO; the
-// next ACK in congestion avoidance starts CUBIC's epoch. An ACK at or past
-// the recovery point (SND.NXT when the event began) also ends it.
+// OnRecoveryEnd ends the recovery of the last congestion event or RTO, as
+// the sender's recovery decides (tcp/internal/recovery); the next ACK in
+// congestion avoidance starts CUBIC's epoch.
 func (c *Controller) OnRecoveryEnd(now time.Duration) {
 	c.fastRecovery = false
 	c.rtoEpisode = false
-}
-
-func (c *Controller) maybeEndRecovery(sndUna uint64) {
-	if (c.fastRecovery || c.rtoEpisode) && c.recoveryPoint > 0 && sndUna >= c.recoveryPoint {
-		c.fastRecovery = false
-		c.rtoEpisode = false
-	}
 }
 
 // OnRTO handles a retransmission timeout (RFC 9438 §4.8): ssthresh from the
@@ -458,7 +469,6 @@ func (c *Controller) OnRTO(now time.Duration, inFlight int) {
 	c.cub.onRTO()
 	c.fastRecovery = false
 	c.rtoEpisode = true
-	c.recoveryPoint = c.sndNxt
 	c.counters.RTOResets.Inc()
 }
 
@@ -501,7 +511,6 @@ func (c *Controller) State() State {
 		InitialSlowStart: c.ssthresh == InfiniteSsthresh,
 		FastRecovery:     c.fastRecovery,
 		RTOEpisode:       c.rtoEpisode,
-		RecoveryPoint:    c.recoveryPoint,
 
 		HyStartActive:       c.hs.active && c.ssthresh == InfiniteSsthresh,
 		CSS:                 c.hs.css,

@@ -84,11 +84,11 @@ func TestArmAGrowsByOneSegmentInInitialSlowStart(t *testing.T) {
 	}
 }
 
-func TestPacingMakesStretchAckGrowByItsWholeCount(t *testing.T) {
+func TestPacingKeepsLAtEightSegmentsPerAck(t *testing.T) {
 	s := newSim(t, Config{Pacing: true})
 	s.fill()
-	if g := s.ack(34*smss, 0); g != 34*smss {
-		t.Fatalf("paced stretch ACK grew %d, want %d", g, 34*smss)
+	if g := s.ack(34*smss, 0); g != 8*smss {
+		t.Fatalf("paced stretch ACK grew %d, want %d (L = 8 for a paced sender too)", g, 8*smss)
 	}
 }
 
@@ -121,18 +121,50 @@ func TestHalfOfCwndInFlightAtCardStopGrows(t *testing.T) {
 	}
 }
 
-func TestPacingRateIsTwiceInSlowStartAndOnePointTwoAfter(t *testing.T) {
-	s := newSim(t, Config{})
-	if r := s.c.PacingRate(10 * time.Millisecond); r != 2*float64(10*smss)/0.01 {
-		t.Fatalf("slow start rate %v", r)
+func TestPacingRatePacesTheGrowthOfEachPhase(t *testing.T) {
+	const srtt, minRTT = 20 * time.Millisecond, 10 * time.Millisecond
+	iw := float64(10 * smss)
+	cases := []struct {
+		name  string
+		cfg   Config
+		event func(s *sim)
+		want  float64
+	}{
+		{"P, slow start: twice cwnd a min RTT", Config{Pacing: true}, func(*sim) {}, 2 * iw / 0.01},
+		{"B: not paced", Config{}, func(*sim) {}, 0},
+		{"P, CSS: a quarter more than cwnd a min RTT", Config{Pacing: true}, enterCSS, 0},
+		{"P, congestion avoidance: 1.2 cwnd an srtt", Config{Pacing: true}, func(s *sim) { s.c.OnCongestion(0, 10*smss) }, 0},
 	}
-	if r := s.c.PacingRate(0); r != 0 {
-		t.Fatalf("rate without srtt %v", r)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, tc.cfg)
+			tc.event(s)
+			want := tc.want
+			switch {
+			case s.c.State().CSS:
+				want = 1.25 * float64(s.c.Cwnd()) / 0.01
+			case tc.cfg.Pacing && !s.c.InSlowStart():
+				want = 1.2 * float64(s.c.Cwnd()) / 0.02
+			}
+			if r := s.c.PacingRate(srtt, minRTT); r != want {
+				t.Fatalf("rate %v, want %v", r, want)
+			}
+			if r := s.c.PacingRate(0, 0); r != 0 {
+				t.Fatalf("rate without an RTT %v, want 0", r)
+			}
+		})
 	}
-	s.c.OnCongestion(0, 10*smss)
-	want := 1.2 * float64(s.c.Cwnd()) / 0.01
-	if r := s.c.PacingRate(10 * time.Millisecond); r != want {
-		t.Fatalf("congestion avoidance rate %v, want %v", r, want)
+}
+
+// enterCSS drives HyStart++ into CSS: a round at 10 ms, then 8 samples at 20 ms.
+func enterCSS(s *sim) {
+	s.round(rep(8, 10*ms)...)
+	s.send(40*smss, StopCwnd)
+	for range 8 {
+		s.ack(smss, 20*ms)
+	}
+	if !s.c.State().CSS {
+		s.t.Fatal("not in CSS")
 	}
 }
 

@@ -423,14 +423,57 @@ func TestResumeNeedsEightSamplesInTheRound(t *testing.T) {
 	}
 }
 
-func TestPacedSenderGrowsAQuarterOfTheWholeAckInCSS(t *testing.T) {
+func TestPacedSenderGrowsAQuarterOfEightSegmentsInCSS(t *testing.T) {
 	s := newSim(t, Config{Pacing: true})
 	s.round(rep(8, 10*ms)...)
 	s.send(60*smss, StopCwnd)
 	for range 8 {
 		s.ack(smss, 20*ms)
 	}
-	if g := s.ack(34*smss, 20*ms); g != 34*smss/4 {
-		t.Fatalf("paced CSS stretch ACK grew %d, want %d", g, 34*smss/4)
+	if g := s.ack(34*smss, 20*ms); g != 8*smss/4 {
+		t.Fatalf("paced CSS stretch ACK grew %d, want %d", g, 8*smss/4)
+	}
+}
+
+func TestCSSIsEnteredWhenAQueueFormsMidRound(t *testing.T) {
+	// Last round 10 ms. This round's first four samples are at the base,
+	// then a queue forms: eight samples at 20 ms. The round's running
+	// minimum stays 10 ms; the latest eight samples show the queue, and CSS
+	// must start in this round, not a round later (hystart.onRTT).
+	s := newSim(t, Config{})
+	s.round(rep(8, 10*ms)...)
+	s.send(40*smss, StopCwnd)
+	for _, r := range cat(rep(4, 10*ms), rep(8, 20*ms)) {
+		s.ack(smss, r)
+	}
+	if !s.c.State().CSS {
+		t.Fatalf("not in CSS after eight samples of a queue that formed mid-round: %+v", s.c.State())
+	}
+	if got := s.c.State().CSSBaseline; got != 20*ms {
+		t.Fatalf("CSS baseline %v, want the queue's 20 ms", got)
+	}
+}
+
+func TestCSSEndsSlowStartWhenTheMinimumRisesAgain(t *testing.T) {
+	// In CSS at a 20 ms baseline, eight samples at 24 ms (baseline +
+	// RttThresh, clamped to 4 ms) show the queue still growing: slow start
+	// ends at once, with ssthresh = cwnd, not after CSS_ROUNDS.
+	s := newSim(t, Config{})
+	s.round(rep(8, 10*ms)...)
+	s.send(60*smss, StopCwnd)
+	for range 8 {
+		s.ack(smss, 20*ms)
+	}
+	for range 7 {
+		s.ack(smss, 24*ms)
+	}
+	if st := s.c.State(); !st.CSS || !st.InitialSlowStart {
+		t.Fatalf("left CSS on the seventh sample: %+v", st)
+	}
+	s.ack(smss, 24*ms)
+	st := s.c.State()
+	if st.HyStartActive || st.Ssthresh != st.Cwnd || s.counter("tcp.hystart.exits") != 1 {
+		t.Fatalf("after eight samples a threshold above the baseline: active %v, ssthresh %d, cwnd %d, exits %d",
+			st.HyStartActive, st.Ssthresh, st.Cwnd, s.counter("tcp.hystart.exits"))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
 )
@@ -82,7 +83,7 @@ func pairWithDropper(t *testing.T, cfg wire.Config, a, b tcp.Options, drop func(
 	t.Helper()
 	var d *dropper
 	p, err := vtest.NewPairLinks(cfg, stack.Options{TCP: a}, stack.Options{TCP: b}, 1,
-		func(side vtest.Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		func(side vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
 			if side != vtest.SideA {
 				return ep
 			}

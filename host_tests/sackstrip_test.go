@@ -13,6 +13,7 @@ import (
 	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 )
 
@@ -97,7 +98,7 @@ func TestDupAcksWithoutSACKBlocksStillTriggerFastRetransmit(t *testing.T) {
 	var d *dropper
 	var st *sackStripper
 	p, err := vtest.NewPairLinks(cfg, stack.Options{}, stack.Options{}, 1,
-		func(side vtest.Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		func(side vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
 			if side == vtest.SideA {
 				d = newDropper(ep, func(n int) bool { return n == 500 || n == 2000 })
 				return d

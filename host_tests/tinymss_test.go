@@ -14,6 +14,7 @@ import (
 	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
 )
@@ -130,7 +131,7 @@ func TestPeerForcingATinyMSSGetsABoundedQueue(t *testing.T) {
 	probe := &flightProbe{mss: 1}
 	p, err := vtest.NewPairLinks(wire.Config{AtoB: dir, BtoA: dir},
 		stack.Options{TCP: tcp.Options{SendBufferMax: sendBuf}}, stack.Options{}, 1,
-		func(side vtest.Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		func(side vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
 			return &flightLink{LinkEndpoint: ep, p: probe, side: side}
 		})
 	if err != nil {

@@ -121,6 +121,10 @@ func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes
 // retransmissions of lost segments first, then new data and the FIN, while
 // the congestion window, the peer's window, the data and the card's credit
 // allow. It ends on exactly one stop reason, reported to cc with the flight.
+// The card is asked last, only for a segment that is otherwise ready, so an
+// application or peer-window stop overrides the card's verdict (the gate
+// would grow cwnd on a card stop, cc/limited.go); a full cwnd with a full
+// card reports cwnd, which the gate reads the same way.
 func (e *endpoint) output() {
 	switch e.state {
 	case StateEstablished, StateCloseWait, StateFinWait1, StateClosing, StateLastAck:
@@ -136,30 +140,28 @@ func (e *endpoint) output() {
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := e.maxPayload()
 	for {
-		if e.cardStopped() {
-			reason = cc.StopCard
-			break
-		}
 		seg, ok := e.q.NextToRetransmit()
-		reno := false
-		if !ok && e.renoRtx {
+		head := false
+		if !ok && e.rec.WantHead() {
 			seg, ok = e.q.Oldest()
-			reno = ok
+			head = ok
 			if !ok {
-				e.renoRtx = false
+				e.rec.HeadDone()
 			}
 		}
 		if ok {
 			l := seg.End - seg.Start
-			if !e.fastRtx && (e.inRecovery && int64(l) > e.prrSndcnt || !e.inRecovery && e.q.InFlight()+l > cwnd && e.q.InFlight() > 0) {
+			if !e.rec.MaySend(l, e.q.InFlight(), cwnd, true) {
 				reason = cc.StopCwnd
 				break
 			}
-			e.fastRtx = false
-			if reno {
-				e.renoRtx = false
+			if e.cardStopped() {
+				reason = cc.StopCard
+				break
 			}
-			e.prrSent(l)
+			if head {
+				e.rec.HeadDone()
+			}
 			if e.paceWait(now, int(l)) {
 				return
 			}
@@ -190,8 +192,7 @@ func (e *endpoint) output() {
 			e.armPersist()
 			break
 		}
-		inflight := e.q.InFlight()
-		if size > 0 && (e.inRecovery && int64(size) > e.prrSndcnt || !e.inRecovery && inflight+size > cwnd) {
+		if !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
 			reason = cc.StopCwnd
 			break
 		}
@@ -213,6 +214,10 @@ func (e *endpoint) output() {
 			reason = cc.StopApp
 			break
 		}
+		if e.cardStopped() {
+			reason = cc.StopCard
+			break
+		}
 		if e.paceWait(now, int(size)) {
 			return
 		}
@@ -232,7 +237,7 @@ func (e *endpoint) output() {
 		if e.sndNxt > e.sndMax {
 			e.sndMax = e.sndNxt
 		}
-		e.prrSent(size)
+		e.rec.OnSent(size, false)
 		e.sendData(start, end, fin, nil)
 		if e.pace != nil {
 			e.pace.Sent(now, int(size)+header.TCPMinimumSize)
@@ -254,14 +259,6 @@ func (e *endpoint) output() {
 	}
 	if e.q.Outstanding() > 0 {
 		e.armRetransmitTimer(sentNew)
-	}
-}
-
-// prrSent charges n bytes sent during recovery to PRR's allowance.
-func (e *endpoint) prrSent(n uint64) {
-	if e.inRecovery {
-		e.prrOut += n
-		e.prrSndcnt -= int64(n)
 	}
 }
 
@@ -296,7 +293,7 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	if e.pace == nil || !e.est.HasSample() {
 		return false
 	}
-	e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT()), 2*e.smss)
+	e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
 	at := e.pace.NextSend(now, size+header.TCPMinimumSize)
 	if at <= now {
 		return false
@@ -316,9 +313,7 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	}
 	prev, _ := e.q.Seg(start)
 	e.q.Retransmitted(start, now)
-	if e.undoable {
-		e.undoRetrans++
-	}
+	e.rec.OnSent(end-start, true)
 	e.sendData(start, end, fin, &prev)
 	if e.pace != nil {
 		e.pace.Sent(now, int(end-start)+header.TCPMinimumSize)
@@ -345,9 +340,7 @@ func (e *endpoint) refused(segs []outSeg) {
 		if s.rtx {
 			e.p.st.retransBytes.Add(^uint64(s.payload - 1))
 			e.q.RetransmitRefused(s.prev)
-			if e.undoable && e.undoRetrans > 0 {
-				e.undoRetrans--
-			}
+			e.rec.OnRefused(true)
 		}
 		if s.end == s.start && !s.isRst {
 			e.ackNow = true

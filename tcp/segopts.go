@@ -50,9 +50,9 @@ func (e *endpoint) echoBefore(opts *header.TCPOptions, now time.Duration) time.D
 func (e *endpoint) synOptions(dst []byte, synAck bool) []byte {
 	b := dst[:40]
 	n := header.EncodeMSSOption(uint32(e.ourMSS()), b)
-	offerWS := !e.p.opts.NoWindowScale && !e.cookie
-	offerTS := !e.p.opts.NoTimestamps && !e.cookie
-	offerSACK := !e.p.opts.NoSACK && !e.cookie
+	offerWS := !e.p.opts.NoWindowScale
+	offerTS := !e.p.opts.NoTimestamps
+	offerSACK := !e.p.opts.NoSACK
 	if synAck {
 		offerWS, offerTS, offerSACK = e.wsOK, e.tsOK, e.sackOK
 	}

@@ -87,7 +87,9 @@ func NewPairWith(cfg wire.Config, a, b stack.Options, seed int64) (*Pair, error)
 
 // LinkWrap lets a test put its own link endpoint (a filter, a recorder)
 // between a stack and its wire end; it returns the endpoint the stack uses.
-type LinkWrap func(side Side, ep gstack.LinkEndpoint) gstack.LinkEndpoint
+// It receives the pair's clock, so a wrapper that delays, holds or stamps
+// frames runs in the same virtual time as the stacks.
+type LinkWrap func(side Side, ep gstack.LinkEndpoint, clk *vclock.Clock) gstack.LinkEndpoint
 
 // NewPairLinks is NewPairWith with each wire end passed through wrap (nil:
 // none) before its stack is built on it.
@@ -103,7 +105,7 @@ func NewPairLinks(cfg wire.Config, a, b stack.Options, seed int64, wrap LinkWrap
 	a.Clock, b.Clock = clk, clk
 	var la, lb gstack.LinkEndpoint = w.A(), w.B()
 	if wrap != nil {
-		la, lb = wrap(SideA, la), wrap(SideB, lb)
+		la, lb = wrap(SideA, la, clk), wrap(SideB, lb, clk)
 	}
 	a.NICs = []stack.NIC{{Link: la, Addr: netip.PrefixFrom(AddrA, 24), Name: "wire-a"}}
 	b.NICs = []stack.NIC{{Link: lb, Addr: netip.PrefixFrom(AddrB, 24), Name: "wire-b"}}

@@ -2,10 +2,14 @@ package vtest
 
 import (
 	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+
 	"github.com/netramp/netramp/nic/wire"
+	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -143,4 +147,51 @@ func TestOneTransferReportsTheRampAndRepeats(t *testing.T) {
 		t.Fatalf("result incomplete: by end %d, sent %d", a.ReceivedBy(a.Duration), a.Sender["tcp.sent.bytes"])
 	}
 	t.Logf("4 MB in %v virtual; %d marks", a.Duration, len(a.Marks))
+}
+
+func TestAHorizonRunReturnsWhatItMeasured(t *testing.T) {
+	// 100 MB cannot cross a 10 Mbit/s path in 2 s: the run must stop at its
+	// horizon and still report what arrived, with an error saying so.
+	d := wire.Dir{RateBps: 10e6, Delay: 5 * time.Millisecond}
+	res, err := OneTransfer(Run{Wire: wire.Config{AtoB: d, BtoA: d}, Bytes: 100 << 20, Seed: 2, Horizon: 2 * time.Second, Discard: true})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	if res == nil || res.Done {
+		t.Fatalf("result %+v: want a measured, unfinished run", res)
+	}
+	// About 2 s of a 10 Mbit/s line, less the handshake and the ramp.
+	if res.Received < 1<<20 || res.Received > 2_500_000 || res.ReceivedBy(time.Hour) != res.Received {
+		t.Fatalf("received %d (by the last mark %d), want 1–2.5 MB", res.Received, res.ReceivedBy(time.Hour))
+	}
+	if res.Sender["tcp.sent.bytes"] < uint64(res.Received) || res.AtoB.DeliveredFrames == 0 {
+		t.Fatalf("counters not read at the horizon: sent %d, delivered frames %d", res.Sender["tcp.sent.bytes"], res.AtoB.DeliveredFrames)
+	}
+}
+
+func TestOneTransferHandsTheTraceAndTheClockToTheCaller(t *testing.T) {
+	var traced, wrapped int
+	var clocks []*vclock.Clock
+	r := Run{Wire: lan(), Bytes: 100_000, Seed: 4,
+		Trace: func(ev wire.TraceEvent) {
+			if ev.Kind == wire.TraceDeliver {
+				traced++
+			}
+		},
+		Wrap: func(side Side, ep gstack.LinkEndpoint, clk *vclock.Clock) gstack.LinkEndpoint {
+			wrapped++
+			clocks = append(clocks, clk)
+			return ep
+		},
+	}
+	res, err := OneTransfer(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Done || uint64(traced) != res.AtoB.DeliveredFrames+res.BtoA.DeliveredFrames {
+		t.Fatalf("trace saw %d deliveries, wire delivered %d+%d", traced, res.AtoB.DeliveredFrames, res.BtoA.DeliveredFrames)
+	}
+	if wrapped != 2 || clocks[0] == nil || clocks[0] != clocks[1] || clocks[0].Elapsed() != res.VirtualEnd {
+		t.Fatalf("wrap called %d times with clocks %v; want both sides, one clock at the run's end", wrapped, clocks)
+	}
 }
