@@ -41,6 +41,23 @@ func (p *protocol) rcvScale() uint8 {
 	return ws
 }
 
+// minSndMSS is the smallest MSS we send with, whatever the peer asks: 48
+// bytes, the most TCP options (40) plus the smallest IPv4 fragment payload
+// (8), as Linux's TCP_MIN_SND_MSS. A departure from RFC 9293 §3.7.1 (never
+// send more than the peer's MSS), safe because a segment of 48 bytes and
+// full options is a 128-byte datagram, and every IPv4 host must accept 576
+// (RFC 1122 §3.3.2), every IPv6 host 1280 (RFC 8200 §5). Below it a peer
+// could make each byte cost a whole segment's header, ACK and queue entry.
+const minSndMSS = header.TCPMinimumSendMSS
+
+// segCapMSS bounds the segments outstanding on one connection: no more than
+// its send buffer holds in segments of 536 bytes, the IPv4 default MSS (RFC
+// 9293 §3.7.1). A peer that forces smaller segments gets no more of them in
+// flight than a default-MSS peer would (4 MiB: 7,889 segments, not 116,508
+// at 36 bytes a segment), so its queue's memory and per-ACK work stay those
+// of an ordinary connection; it gets a smaller window instead.
+const segCapMSS = 536
+
 // negotiate applies the peer's SYN options: each of window scale,
 // timestamps and SACK is used only if both ends offered it.
 func (e *endpoint) negotiate(so *header.TCPSynOptions, weOffered bool) {
@@ -54,10 +71,7 @@ func (e *endpoint) negotiate(so *header.TCPSynOptions, weOffered bool) {
 	}
 	e.tsOK = so.TS && !o.NoTimestamps
 	e.sackOK = so.SACKPermitted && !o.NoSACK
-	mss := int(so.MSS)
-	if m := e.ourMSS(); mss > m {
-		mss = m
-	}
+	mss := max(min(int(so.MSS), e.ourMSS()), minSndMSS)
 	e.mss = mss
 	e.smss = mss
 	if e.tsOK {
@@ -72,7 +86,7 @@ func (e *endpoint) initConn() {
 	if e.sbuf == nil {
 		e.sbuf = sendbuf.New(min(initialSendBuffer, o.SendBufferMax))
 	}
-	e.maxSegs = o.SendBufferMax/max(e.smss, 1) + 64
+	e.maxSegs = o.SendBufferMax/max(e.smss, segCapMSS) + 64
 	e.q = rtxq.New(e.maxSegs)
 	e.rec = recovery.New(e.smss)
 	// Cannot fail: the options were validated at protocol creation and the

@@ -164,7 +164,10 @@ func (e *endpoint) output() {
 			continue
 		}
 		if !e.sendNew(c, now) {
-			reason = cc.StopCwnd // the retransmission queue is full
+			// The segment cap (segCapMSS): a limit the peer's tiny MSS
+			// set, not the congestion window, so cwnd must not grow on it.
+			e.p.st.segCapStops.Inc()
+			reason = cc.StopPeerWindow
 			break
 		}
 		sentNew = true

@@ -233,7 +233,8 @@ func (q *Queue) find(off uint64) int {
 }
 
 // Retransmitted records that the segment starting at start was sent again at
-// now. An offset that starts no held segment is ignored.
+// now (a time before the previous send's is taken as that send's). An offset
+// that starts no held segment is ignored.
 func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	l := q.live()
 	i := q.find(start)
@@ -254,13 +255,7 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	if markable(s) {
 		q.link(id)
 	}
-	rec := retxRec{Range: Range{Start: s.Start, End: s.End}, at: now}
-	if len(q.retxRing) < recentRetx {
-		q.retxRing = append(q.retxRing, rec)
-	} else {
-		q.retxRing[q.retxN%recentRetx] = rec
-	}
-	q.retxN++
+	q.remember(Range{Start: s.Start, End: s.End}, now)
 }
 
 // SetInRecovery tells the queue whether the sender is in fast or RTO

@@ -29,6 +29,17 @@ const (
 	retxDone                    // accounted: its D-SACK came, or it was needed
 )
 
+// remember records a resend of r at now, over the oldest remembered one.
+func (q *Queue) remember(r Range, now time.Duration) {
+	rec := retxRec{Range: r, at: now}
+	if len(q.retxRing) < recentRetx {
+		q.retxRing = append(q.retxRing, rec)
+	} else {
+		q.retxRing[q.retxN%recentRetx] = rec
+	}
+	q.retxN++
+}
+
 // retxOverlaps reports whether r overlaps a remembered retransmission.
 func (q *Queue) retxOverlaps(r Range) bool {
 	for _, x := range q.retxRing {
