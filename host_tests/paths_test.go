@@ -111,3 +111,33 @@ func TestSlowStartExitLosesLessThanATenthOfTheBDPWithStretchAcks(t *testing.T) {
 		t.Errorf("arm P's largest drop burst %d is worse than B's %d", p, b)
 	}
 }
+
+// TestNoLossProbesOnLosslessStretchAckPaths pins defect 7 of issue 10: on
+// the t14 preset (one stretch ACK per 34 segments, held up to 20 ms, 2 ms
+// RTT) and on a lossless 100 Mbit/s, 50 ms path acknowledged once per 16
+// segments, no arm sends a tail loss probe: the PTO allows for the longest
+// ACK gap seen. Before the fix B sent 4 probes a connection on t14, A 8.
+func TestNoLossProbesOnLosslessStretchAckPaths(t *testing.T) {
+	deep, bdp := stretchPath()
+	deep.AtoB.QueueBytes = 8 * bdp // deep enough that slow start ends by delay
+	for _, p := range []struct {
+		name string
+		cfg  wire.Config
+		n    int64
+	}{
+		{"t14", preset(t, "t14"), 16 << 20},
+		{"100 Mbit/s 50 ms, an ACK per 16 segments", deep, 16 << 20},
+	} {
+		for _, a := range armsABP {
+			r := runPath(t, p.cfg, a, p.n, time.Minute, 50*time.Millisecond, 7)
+			s := r.res.Sender
+			t.Logf("%s, arm %s: %v, loss probes %d, drops %d, rto %d", p.name, a.name, r.res.Duration, s["tcp.loss-probes"], r.drops.Bytes, s["tcp.rto"])
+			if r.drops.Bytes != 0 || s["tcp.retransmitted.bytes"] != 0 {
+				t.Fatalf("%s, arm %s: not lossless (drops %d, retransmitted %d)", p.name, a.name, r.drops.Bytes, s["tcp.retransmitted.bytes"])
+			}
+			if got := s["tcp.loss-probes"]; got != 0 {
+				t.Errorf("%s, arm %s: %d loss probes on a lossless path", p.name, a.name, got)
+			}
+		}
+	}
+}

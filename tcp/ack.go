@@ -95,6 +95,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	e.sackScratch = sacks[:0]
 	wasOutstanding := e.q.Outstanding() > 0
 	res := e.q.OnAck(ackOff, sacks, now)
+	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
 	progress := ackOff > e.sndUna
 	if progress {
 		e.sndUna = ackOff

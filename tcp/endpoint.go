@@ -197,6 +197,7 @@ type endpoint struct {
 	persistBackoff                                              int
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
+	ackGap                                                      ackGaps
 }
 
 func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) *endpoint {
