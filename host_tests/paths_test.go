@@ -114,19 +114,23 @@ func TestSlowStartExitLosesLessThanATenthOfTheBDPWithStretchAcks(t *testing.T) {
 
 // TestNoLossProbesOnLosslessStretchAckPaths pins defect 7 of issue 10: on
 // the t14 preset (one stretch ACK per 34 segments, held up to 20 ms, 2 ms
-// RTT) and on a lossless 100 Mbit/s, 50 ms path acknowledged once per 16
-// segments, no arm sends a tail loss probe: the PTO allows for the longest
+// RTT) and on a lossless 100 Mbit/s, 4 ms path acknowledged once per 16
+// segments (held up to 15 ms), no arm sends a tail loss probe: the PTO allows for the longest
 // ACK gap seen. Before the fix B sent 4 probes a connection on t14, A 8.
 func TestNoLossProbesOnLosslessStretchAckPaths(t *testing.T) {
-	deep, bdp := stretchPath()
-	deep.AtoB.QueueBytes = 8 * bdp // deep enough that slow start ends by delay
+	// 100 Mbit/s, 4 ms RTT, an ACK per 16 segments held up to 15 ms, a
+	// queue deep enough that slow start ends by delay.
+	short := wire.Dir{RateBps: 100e6, Delay: 2 * time.Millisecond}
+	back := short
+	back.AckAggSegments, back.AckAggHold, back.AckAggCoalesce = 16, 15*time.Millisecond, true
+	short.QueueBytes = 1 << 20
 	for _, p := range []struct {
 		name string
 		cfg  wire.Config
 		n    int64
 	}{
 		{"t14", preset(t, "t14"), 16 << 20},
-		{"100 Mbit/s 50 ms, an ACK per 16 segments", deep, 16 << 20},
+		{"100 Mbit/s 4 ms, an ACK per 16 segments", wire.Config{AtoB: short, BtoA: back, Seed: 7}, 16 << 20},
 	} {
 		for _, a := range armsABP {
 			r := runPath(t, p.cfg, a, p.n, time.Minute, 50*time.Millisecond, 7)
