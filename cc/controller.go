@@ -13,7 +13,9 @@
 //   - hystart.go: HyStart++ rounds, CSS and its exit (RFC 9406 §4.2, §4.3);
 //   - reno.go: RFC 5681 §3.1 slow start after a loss or an RTO;
 //   - cubic.go: CUBIC's window (RFC 9438 §4.2–§4.10);
-//   - controller.go: the events, the recovery bookkeeping and the counters.
+//   - controller.go: the events and the counters. Loss recovery itself (its
+//     state, recovery point, PRR and undo evidence) is the sender's; cc
+//     learns of it by events: OnCongestion, OnRTO, OnRecoveryEnd, OnSpurious.
 package cc
 
 import (
@@ -171,7 +173,6 @@ type State struct {
 	InitialSlowStart          bool // ssthresh is still InfiniteSsthresh
 	FastRecovery              bool // a loss reduced cwnd and its recovery has not ended
 	RTOEpisode                bool // an RTO reset cwnd and its recovery has not ended
-	RecoveryPoint             uint64
 
 	// HyStart++ (RFC 9406).
 	HyStartActive       bool
@@ -219,11 +220,13 @@ type Controller struct {
 	hs   hystart
 	cub  cubic
 
-	fastRecovery  bool
-	rtoEpisode    bool
-	recoveryPoint uint64
-	sndNxt        uint64
-	grownLast     int
+	// fastRecovery and rtoEpisode are set by OnCongestion and OnRTO and
+	// cleared by OnRecoveryEnd and OnSpurious: the sender decides when a
+	// recovery ends.
+	fastRecovery bool
+	rtoEpisode   bool
+	sndNxt       uint64
+	grownLast    int
 
 	undo    *snapshot
 	maxSeen int
@@ -324,8 +327,7 @@ func (c *Controller) OnSendStop(reason StopReason, inFlight int) {
 	c.gate.onStop(reason, clampSize(inFlight), c.cwnd)
 }
 
-// OnSend records that data was sent up to sndNxt, for HyStart++'s rounds and
-// the recovery point.
+// OnSend records that data was sent up to sndNxt, for HyStart++'s rounds.
 func (c *Controller) OnSend(now time.Duration, sndNxt uint64) {
 	if sndNxt > c.sndNxt {
 		c.sndNxt = sndNxt
@@ -348,7 +350,6 @@ func (c *Controller) OnAck(a Ack) {
 		if acked > 0 {
 			c.counters.AcksInRecovery.Inc()
 		}
-		c.maybeEndRecovery(a.SndUna)
 		return
 	}
 	if acked > 0 {
@@ -384,7 +385,6 @@ func (c *Controller) OnAck(a Ack) {
 		c.counters.CwndGrownBytes.Add(uint64(c.grownLast))
 		c.noteMax()
 	}
-	c.maybeEndRecovery(a.SndUna)
 }
 
 // hystartAck is one ACK of the initial slow start under HyStart++: growth
@@ -439,23 +439,15 @@ func (c *Controller) OnCongestion(now time.Duration, inFlight int) {
 	c.cwnd = min(c.ssthresh, max(c.cwnd, 2*c.smss))
 	c.hs.stop()
 	c.fastRecovery = true
-	c.recoveryPoint = c.sndNxt
 	c.counters.Reductions.Inc()
 }
 
-// OnRecoveryEnd ends the recovery of the last congestion event or RTO; the
-// next ACK in congestion avoidance starts CUBIC's epoch. An ACK at or past
-// the recovery point (SND.NXT when the event began) also ends it.
+// OnRecoveryEnd ends the recovery of the last congestion event or RTO, as
+// the sender's recovery decides (tcp/internal/recovery); the next ACK in
+// congestion avoidance starts CUBIC's epoch.
 func (c *Controller) OnRecoveryEnd(now time.Duration) {
 	c.fastRecovery = false
 	c.rtoEpisode = false
-}
-
-func (c *Controller) maybeEndRecovery(sndUna uint64) {
-	if (c.fastRecovery || c.rtoEpisode) && c.recoveryPoint > 0 && sndUna >= c.recoveryPoint {
-		c.fastRecovery = false
-		c.rtoEpisode = false
-	}
 }
 
 // OnRTO handles a retransmission timeout (RFC 9438 §4.8): ssthresh from the
@@ -477,7 +469,6 @@ func (c *Controller) OnRTO(now time.Duration, inFlight int) {
 	c.cub.onRTO()
 	c.fastRecovery = false
 	c.rtoEpisode = true
-	c.recoveryPoint = c.sndNxt
 	c.counters.RTOResets.Inc()
 }
 
@@ -520,7 +511,6 @@ func (c *Controller) State() State {
 		InitialSlowStart: c.ssthresh == InfiniteSsthresh,
 		FastRecovery:     c.fastRecovery,
 		RTOEpisode:       c.rtoEpisode,
-		RecoveryPoint:    c.recoveryPoint,
 
 		HyStartActive:       c.hs.active && c.ssthresh == InfiniteSsthresh,
 		CSS:                 c.hs.css,

@@ -233,21 +233,25 @@ func TestSecondLossInSameRecoveryDoesNotReduce(t *testing.T) {
 	}
 }
 
-func TestRecoveryEndsWhenAckReachesRecoveryPoint(t *testing.T) {
+// TestRecoveryLastsUntilOnRecoveryEnd: cc keeps no recovery point of its
+// own; the sender's recovery says when a recovery ends (OnRecoveryEnd), and
+// until then no ACK grows cwnd, even one past SND.NXT at the loss.
+func TestRecoveryLastsUntilOnRecoveryEnd(t *testing.T) {
 	s := newSim(t, Config{})
 	s.fill()
 	s.c.OnCongestion(s.now, s.inFlight())
-	if !s.c.InRecovery() || s.c.State().RecoveryPoint != s.nxt {
-		t.Fatalf("recovery %v point %d, want SND.NXT %d", s.c.InRecovery(), s.c.State().RecoveryPoint, s.nxt)
-	}
 	cw := s.c.Cwnd()
 	s.send(3*smss, StopCwnd)
 	if g := s.ack(5*smss, 0); g != 0 || !s.c.InRecovery() {
 		t.Fatalf("partial ACK in recovery grew %d, recovery %v", g, s.c.InRecovery())
 	}
-	s.ack(5*smss, 0) // reaches the recovery point
+	s.ack(5*smss, 0) // past SND.NXT at the loss
+	if !s.c.InRecovery() || s.c.Cwnd() != cw {
+		t.Fatalf("before OnRecoveryEnd: recovery %v cwnd %d (was %d)", s.c.InRecovery(), s.c.Cwnd(), cw)
+	}
+	s.c.OnRecoveryEnd(s.now)
 	if s.c.InRecovery() || s.c.Cwnd() != cw {
-		t.Fatalf("after the recovery point: recovery %v cwnd %d (was %d)", s.c.InRecovery(), s.c.Cwnd(), cw)
+		t.Fatalf("after OnRecoveryEnd: recovery %v cwnd %d (was %d)", s.c.InRecovery(), s.c.Cwnd(), cw)
 	}
 	if n := s.counter("tcp.acks.in-recovery"); n != 2 {
 		t.Fatalf("tcp.acks.in-recovery = %d, want 2", n)

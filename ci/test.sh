@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: what the README names and .ci/run calls.
-# Steps: formatting, a tidy go.mod, vet, the whole test suite, cross-builds of the portable
-# packages, and the negative controls. Each step prints its verdict; the first
-# failing step fails the run.
+# Steps: formatting, a tidy go.mod, vet, the layer check (ci/layers.sh), the
+# whole test suite, cross-builds of the portable packages, and the negative
+# controls. Each step prints its verdict; the first failing step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
@@ -21,6 +21,9 @@ echo ok
 step "go vet"
 go vet ./...
 echo ok
+
+step "layers (ci/layers.sh)"
+bash ci/layers.sh
 
 step "cross-build of the portable packages"
 portable=$(cat ci/portable.txt)

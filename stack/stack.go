@@ -42,8 +42,8 @@ type NIC struct {
 
 // Options configure a stack.
 type Options struct {
-	TCP       tcp.Options
-	GVisorTCP bool // use gVisor's own TCP instead of netramp's, for interop arms
+	TCP       tcp.Options // validated even with GVisorTCP, which then does not use it
+	GVisorTCP bool        // use gVisor's own TCP instead of netramp's, for interop arms
 	Clock     tcpip.Clock
 	NICs      []NIC
 	Counters  *counters.Registry
@@ -78,7 +78,7 @@ func (s *seededReader) Read(p []byte) (int, error) {
 // version).
 func New(o Options) (*Stack, error) {
 	if len(o.NICs) == 0 {
-		return nil, fmt.Errorf("%w: no NICs", ErrBadOptions)
+		return nil, fmt.Errorf("%w: NICs is empty", ErrBadOptions)
 	}
 	st := &Stack{
 		reg:     o.Counters,
@@ -105,10 +105,10 @@ func New(o Options) (*Stack, error) {
 	}
 	for i, n := range o.NICs {
 		if n.Link == nil {
-			return nil, fmt.Errorf("%w: NIC %d has no link endpoint", ErrBadOptions, i)
+			return nil, fmt.Errorf("%w: NICs[%d].Link is nil", ErrBadOptions, i)
 		}
 		if !n.Addr.IsValid() {
-			return nil, fmt.Errorf("%w: NIC %d has no valid address prefix", ErrBadOptions, i)
+			return nil, fmt.Errorf("%w: NICs[%d].Addr %v is not a valid prefix", ErrBadOptions, i, n.Addr)
 		}
 		id := tcpip.NICID(i + 1)
 		if cl, ok := n.Link.(nic.CreditLink); ok {
@@ -117,18 +117,21 @@ func New(o Options) (*Stack, error) {
 			}
 		}
 	}
+	to := o.TCP
+	if to.Counters == nil {
+		to.Counters = st.reg
+	}
+	if to.Credit == nil && len(st.credits) > 0 {
+		credits := st.credits
+		to.Credit = func(id tcpip.NICID) nic.Credit { return credits[id] }
+	}
+	ours, err := tcp.NewProtocolFactory(to)
+	if err != nil {
+		return nil, fmt.Errorf("%w: TCP: %w", ErrBadOptions, err)
+	}
+	gopts.TransportProtocols = []gstack.TransportProtocolFactory{ours}
 	if o.GVisorTCP {
 		gopts.TransportProtocols = []gstack.TransportProtocolFactory{gtcp.NewProtocol}
-	} else {
-		to := o.TCP
-		if to.Counters == nil {
-			to.Counters = st.reg
-		}
-		if to.Credit == nil && len(st.credits) > 0 {
-			credits := st.credits
-			to.Credit = func(id tcpip.NICID) nic.Credit { return credits[id] }
-		}
-		gopts.TransportProtocols = []gstack.TransportProtocolFactory{tcp.NewProtocolFactory(to)}
 	}
 	s := gstack.New(gopts)
 	st.s = s

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -309,5 +312,39 @@ func TestIPv6DialListen(t *testing.T) {
 	got, err := io.ReadAll(c)
 	if err != nil || string(got) != "over v6" {
 		t.Fatalf("ReadAll = %q, %v", got, err)
+	}
+}
+
+// TestBadOptionsAreErrorsNamingTheField: every caller mistake in Options is an
+// ErrBadOptions naming the field, the TCP options included (issue 9 defect 7:
+// Arm 7 once built a stack whose first connection panicked).
+func TestBadOptionsAreErrorsNamingTheField(t *testing.T) {
+	link := func() gstack.LinkEndpoint { l, _ := pipe.New("", "", 1500); return l }
+	addr := netip.MustParsePrefix("198.18.0.1/24")
+	for _, tc := range []struct {
+		want string // "" = valid
+		o    Options
+	}{
+		{"NICs is empty", Options{}},
+		{"NICs[0].Link", Options{NICs: []NIC{{Addr: addr}}}},
+		{"NICs[0].Addr", Options{NICs: []NIC{{Link: link()}}}},
+		{"TCP: tcp: bad options: cc: bad config: Arm", Options{TCP: tcp.Options{Arm: cc.Arm(7)}, NICs: []NIC{{Link: link(), Addr: addr}}}},
+		{"TCP: tcp: bad options: cc: bad config: InitialWindow", Options{TCP: tcp.Options{InitialWindow: 100000}, NICs: []NIC{{Link: link(), Addr: addr}}}},
+		{"TCP: tcp: bad options: StretchAck", Options{GVisorTCP: true, TCP: tcp.Options{StretchAck: -1}, NICs: []NIC{{Link: link(), Addr: addr}}}},
+		{"", Options{NICs: []NIC{{Link: link(), Addr: addr}}}},
+		{"", Options{GVisorTCP: true, NICs: []NIC{{Link: link(), Addr: addr}}}},
+	} {
+		s, err := New(tc.o)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v, want a stack", tc.o, err)
+			} else {
+				s.Close()
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want ErrBadOptions with %q", tc.o, err, tc.want)
+		}
 	}
 }

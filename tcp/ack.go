@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/tcp/internal/recovery"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 )
 
@@ -18,7 +19,7 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 	if !ok || ackOff > e.sndNxt {
 		// Acknowledges data never sent: ACK and drop (RFC 9293, RFC 5961 §5.2).
 		e.p.st.dropBadAck.Inc()
-		e.ackNow = true
+		e.limitedAck(now)
 		return false
 	}
 	if ackOff+e.maxSndWnd < e.sndUna {
@@ -57,6 +58,8 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 // onAck updates the send side from an acceptable ACK: window, SACK
 // scoreboard, RTT, congestion control, loss detection and recovery.
 func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uint64, now time.Duration) {
+	// The peer answers: it is alive, whatever its window.
+	e.persistProbes = 0 // control:persist-answered
 	// Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2).
 	if e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff {
 		e.sndWnd = uint64(s.wnd) << e.sndWS
@@ -94,7 +97,8 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	}
 	e.sackScratch = sacks[:0]
 	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAck(ackOff, sacks, now)
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
 	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
 	progress := ackOff > e.sndUna
 	if progress {
@@ -104,10 +108,9 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 			dataUna = end
 		}
 		e.sbuf.Trim(dataUna)
-		e.rtoAttempts = 0
+		e.rec.OnProgress()
 		e.est.ResetBackoff()
 		e.persistBackoff = 0
-		e.dupAcks = 0
 		e.notify |= waiterWritable
 		e.growSendBuffer()
 	}
@@ -123,29 +126,15 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	if sample > 0 {
 		e.est.Sample(now, sample)
 	}
-	// Spurious retransmission evidence: D-SACK of a retransmission, or an
-	// ACK echoing a timestamp older than the RTO's retransmission (RFC 3522).
-	// A recovery is undone only when every retransmission it made has been
-	// reported spurious (RFC 8985 §9.3's intent, RFC 9438 §4.9): one D-SACK
-	// among real losses proves nothing.
-	spuriousRTO := e.rtoEpisode && progress && e.tsOK && opts.TS && opts.TSEcr != 0 && int32(opts.TSEcr-e.retransTS) < 0
-	allDSACKed := false
-	if e.undoable && res.DSACK && res.SpuriousHint && e.undoRetrans > 0 {
-		e.undoRetrans--
-		allDSACKed = e.undoRetrans == 0
-	}
-	if e.undoable && (spuriousRTO || allDSACKed) {
-		e.undoable = false
+	if e.rec.OnEvidence(recovery.Evidence{
+		Progress: progress, TSEcr: opts.TSEcr, HasTSEcr: e.tsOK && opts.TS && opts.TSEcr != 0,
+		DSACKOfRetransmission: res.DSACK && res.SpuriousHint,
+	}) {
 		e.ctl.OnSpurious(now)
+		e.ctl.OnRecoveryEnd(now)
 		e.p.st.spurious.Inc()
-		e.rtoEpisode = false
-		e.inRecovery = false
 	}
-	// An ACK with no SACK information, whether or not SACK was negotiated
-	// (a peer may stop sending blocks, as some do once their write side is
-	// shut), is read as NewReno reads it (RFC 5681 §3.2, RFC 6582): the third
-	// duplicate ACK starts a recovery and retransmits the head; each partial
-	// ACK in a recovery NewReno started retransmits the new head at once. A
+	// An ACK without SACK blocks is read as NewReno reads it (newreno.go); a
 	// duplicate ACK means one segment has left the network (RFC 6937's
 	// DeliveredData without SACK). ACKs that carry blocks go to RACK instead.
 	dupDelivered := uint64(0)
@@ -153,22 +142,16 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	if len(sacks) == 0 {
 		switch {
 		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
-			e.dupAcks++
 			dupDelivered = uint64(e.smss)
-			if e.dupAcks == 3 && !e.inRecovery && !e.rtoEpisode {
-				renoEnter = true
-			}
-		case progress && e.inRecovery && e.renoRecovery && e.sndUna < e.recoverPt:
-			e.renoRtx = true
-			e.fastRtx = true
+			renoEnter = e.rec.OnDupAck()
+		case progress:
+			e.rec.OnPartialAck(e.sndUna)
 		}
 	}
-	acked := res.CumAcked + res.NewlySacked
+	// Loss is detected before cc sees the ACK, so an ACK that reveals a loss
+	// reduces the window without first growing it (RFC 9438 §4.6: cwnd does
+	// not grow in recovery, and cwnd_prior is the window before the loss).
 	srtt := e.est.SRTT()
-	e.ctl.OnAck(cc.Ack{
-		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
-		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
-	})
 	if e.sackOK {
 		lost, reo := e.q.DetectLoss(now, srtt)
 		if reo > 0 {
@@ -176,28 +159,23 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		} else {
 			e.tReo.stop()
 		}
-		if lost > 0 && !e.inRecovery {
-			e.enterRecovery(now)
+		if lost > 0 && e.rec.OnLoss(e.sndUna, e.sndNxt) {
+			e.startedRecovery(now)
 		}
 	}
-	if renoEnter && !e.inRecovery {
-		e.enterRecovery(now)
-		e.renoRecovery = true
-		e.renoRtx = true
+	if renoEnter && e.rec.StartNewReno(e.sndUna, e.sndNxt) {
+		e.startedRecovery(now)
 	}
-	if e.inRecovery {
-		delivered := res.Delivered + dupDelivered
-		e.prrDelivered += delivered
-		e.prrUpdate(delivered)
-	}
-	if e.inRecovery && e.sndUna >= e.recoverPt {
-		e.inRecovery = false
+	acked := res.CumAcked + res.NewlySacked
+	e.ctl.OnAck(cc.Ack{
+		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
+		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
+	})
+	e.rec.OnDelivered(res.Delivered+dupDelivered, e.q.InFlight(), uint64(e.ctl.Ssthresh()))
+	if e.rec.MaybeEnd(e.sndUna) {
 		e.ctl.OnRecoveryEnd(now)
 	}
-	if e.rtoEpisode && e.sndUna >= e.recoverPt {
-		e.rtoEpisode = false
-	}
-	e.q.SetInRecovery(e.inRecovery || e.rtoEpisode)
+	e.q.SetInRecovery(e.rec.InRecovery())
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()
 		e.tlpArmed = false
@@ -211,39 +189,14 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	}
 }
 
-// enterRecovery starts a loss recovery episode (RFC 6675 §5, RFC 8985 §6):
-// one window reduction, and retransmissions of the marked segments follow.
-func (e *endpoint) enterRecovery(now time.Duration) {
-	e.inRecovery = true
-	e.renoRecovery = false
-	e.recoverPt = e.sndNxt
-	e.undoable = true
-	e.undoRetrans = 0
+// startedRecovery follows the start of a fast or NewReno recovery
+// (recovery.OnLoss, StartNewReno): one window reduction, PRR from the flight
+// now, and rtxq's reordering window for recovery.
+func (e *endpoint) startedRecovery(now time.Duration) {
 	e.p.st.recoveries.Inc()
 	e.ctl.OnCongestion(now, int(e.q.InFlight()))
+	e.rec.StartPRR(e.sndNxt - e.sndUna)
 	e.q.SetInRecovery(true)
-	// The first lost segment goes at once, whatever the reduced window
-	// (fast retransmit: RFC 5681 §3.2 step 2, RFC 6675 §5 step 4.2).
-	e.fastRtx = true
-	e.recoverFS = max(e.sndNxt-e.sndUna, 1)
-	e.prrDelivered, e.prrOut, e.prrSndcnt = 0, 0, 0
-}
-
-// prrUpdate is Proportional Rate Reduction (RFC 6937 §3) on one ACK in
-// recovery: while the pipe is above ssthresh, send in proportion to what
-// was delivered, so the window comes down to ssthresh smoothly over one RTT;
-// below it, slow-start back up (PRR-SSRB), never faster than delivered + 1 MSS.
-func (e *endpoint) prrUpdate(delivered uint64) {
-	pipe := e.q.InFlight()
-	ss := uint64(max(e.ctl.Ssthresh(), e.smss))
-	var sndcnt int64
-	if pipe > ss {
-		sndcnt = int64((e.prrDelivered*ss+e.recoverFS-1)/e.recoverFS) - int64(e.prrOut)
-	} else {
-		limit := int64(max(e.prrDelivered-min(e.prrOut, e.prrDelivered), delivered)) + int64(e.smss)
-		sndcnt = min(int64(ss-pipe), limit)
-	}
-	e.prrSndcnt = max(sndcnt, 0)
 }
 
 // growSendBuffer lets the send queue follow the window in use: twice cwnd

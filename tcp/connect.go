@@ -16,6 +16,7 @@ import (
 	"github.com/netramp/netramp/tcp/internal/isn"
 	"github.com/netramp/netramp/tcp/internal/pacer"
 	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/recovery"
 	"github.com/netramp/netramp/tcp/internal/rtt"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 	"github.com/netramp/netramp/tcp/internal/sendbuf"
@@ -44,15 +45,15 @@ func (p *protocol) rcvScale() uint8 {
 // timestamps and SACK is used only if both ends offered it.
 func (e *endpoint) negotiate(so *header.TCPSynOptions, weOffered bool) {
 	o := &e.p.opts
-	e.wsOK = so.WS >= 0 && !o.NoWindowScale && !e.cookie
+	e.wsOK = so.WS >= 0 && !o.NoWindowScale
 	if e.wsOK {
 		e.sndWS = uint8(so.WS)
 		e.rcvWS = e.p.rcvScale()
 	} else {
 		e.sndWS, e.rcvWS = 0, 0
 	}
-	e.tsOK = so.TS && !o.NoTimestamps && !e.cookie
-	e.sackOK = so.SACKPermitted && !o.NoSACK && !e.cookie
+	e.tsOK = so.TS && !o.NoTimestamps
+	e.sackOK = so.SACKPermitted && !o.NoSACK
 	mss := int(so.MSS)
 	if m := e.ourMSS(); mss > m {
 		mss = m
@@ -73,24 +74,23 @@ func (e *endpoint) initConn() {
 	}
 	e.maxSegs = o.SendBufferMax/max(e.smss, 1) + 64
 	e.q = rtxq.New(e.maxSegs)
-	c, err := cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})
-	if err != nil {
-		c, _ = cc.New(cc.Config{SMSS: e.smss, Arm: o.Arm, Counters: e.p.st.cc})
-	}
-	e.ctl = c
+	e.rec = recovery.New(e.smss)
+	// Cannot fail: the options were validated at protocol creation and the
+	// MSS option's parser keeps SMSS within (0, 65535].
+	e.ctl, _ = cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc})
 	if o.Pacing {
 		e.pace = pacer.New()
 	}
 	if !e.wsOK && e.rcvBuf > 0xffff {
 		e.rcvBuf = 0xffff
 	}
-	e.ooo = reasm.New(e.rcvBuf + 1<<e.rcvWS)
+	e.ooo = reasm.New(e.rcvBuf + e.rcvSpare(e.rcvBuf))
 	max := o.ReceiveBufferMax
 	if !e.wsOK {
 		max = 0xffff
 	}
 	e.tuner = autotune.New(e.rcvBuf, max)
-	e.rcvRing = make([]byte, e.rcvBuf+1<<e.rcvWS)
+	e.rcvRing = make([]byte, e.rcvBuf+e.rcvSpare(e.rcvBuf))
 	if o.Credit != nil && e.route != nil {
 		e.credit = o.Credit(e.route.NICID())
 	}

@@ -12,10 +12,11 @@ type stats struct {
 	cardStops, cardRefusals, cookiesSent, cookiesOK      *counters.Counter
 	stops                                                [4]*counters.Counter
 	spurious, challengeAcks, giveUps                     *counters.Counter
+	rcvEdgeRetreats, persistGiveUps, spuriousBytes       *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
-	dropRateLimited, dropState                                     *counters.Counter
+	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
 
 	cc *cc.Counters
 }
@@ -40,24 +41,28 @@ func newStats(r *counters.Registry) *stats {
 			cc.StopCwnd:       m("tcp.stops.cwnd", "send opportunities that ended on the congestion window"),
 			cc.StopCard:       m("tcp.stops.card", "send opportunities that ended on the card's TX credit (same as tcp.card-stops)"),
 		},
-		cardRefusals:  m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
-		cookiesSent:   m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
-		cookiesOK:     m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
-		spurious:      m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
-		challengeAcks: m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
-		giveUps:       m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
+		cardRefusals:    m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
+		cookiesSent:     m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
+		cookiesOK:       m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
+		spurious:        m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
+		spuriousBytes:   m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
+		challengeAcks:   m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
+		giveUps:         m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
+		persistGiveUps:  m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
+		rcvEdgeRetreats: m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
 
-		dropBadSeq:      m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),
-		dropPAWS:        m("tcp.drops.paws", "segments dropped by PAWS (RFC 7323 §5)"),
-		dropOOOFull:     m("tcp.drops.ooo-full", "out-of-order bytes dropped because the store was full"),
-		dropSynQueue:    m("tcp.drops.syn-queue-full", "SYNs dropped because the SYN queue was full and cookies could not be used"),
-		dropMalformed:   m("tcp.drops.malformed", "segments dropped as malformed (header, options, lengths)"),
-		dropNoListener:  m("tcp.drops.no-listener", "segments for no endpoint, answered by RST"),
-		dropBadAck:      m("tcp.drops.bad-ack", "segments dropped for an ACK outside what was sent (RFC 5961 §5)"),
-		dropBadSACK:     m("tcp.drops.bad-sack", "SACK blocks ignored as outside (SND.UNA, SND.NXT]"),
-		dropAcceptFull:  m("tcp.drops.accept-queue-full", "handshakes dropped because the accept queue was full"),
-		dropRateLimited: m("tcp.drops.challenge-rate-limited", "challenge ACKs suppressed by the rate limit (RFC 5961 §7)"),
-		dropState:       m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
+		dropBadSeq:           m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),
+		dropPAWS:             m("tcp.drops.paws", "segments dropped by PAWS (RFC 7323 §5)"),
+		dropOOOFull:          m("tcp.drops.ooo-full", "out-of-order bytes dropped because the store was full"),
+		dropSynQueue:         m("tcp.drops.syn-queue-full", "SYNs dropped because the SYN queue was full and cookies could not be used"),
+		dropMalformed:        m("tcp.drops.malformed", "segments dropped as malformed (header, options, lengths)"),
+		dropNoListener:       m("tcp.drops.no-listener", "segments for no endpoint, answered by RST"),
+		dropBadAck:           m("tcp.drops.bad-ack", "segments dropped for an ACK outside what was sent (RFC 5961 §5)"),
+		dropBadSACK:          m("tcp.drops.bad-sack", "SACK blocks ignored as outside (SND.UNA, SND.NXT]"),
+		dropAcceptFull:       m("tcp.drops.accept-queue-full", "handshakes dropped because the accept queue was full"),
+		acksRateLimited:      m("tcp.acks.rate-limited", "ACKs owed to unacceptable segments or as challenges, not sent: one per 500 ms per connection"),
+		challengeRateLimited: m("tcp.challenge-acks.rate-limited", "challenge ACKs not sent: the stack-wide limit per second (RFC 5961 §7)"),
+		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
 
 		cc: cc.NewCounters(r),
 	}

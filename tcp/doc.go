@@ -11,7 +11,8 @@
 // Departures from the RFCs, each safe for the reason given where it is made:
 //   - the zero-window probe is an ACK at SND.UNA-1, not a byte of new data (output.go);
 //   - challenge ACKs are limited per connection, ten a second (input.go, RFC 5961 §7);
-//   - a SYN-cookie connection has no window scale, timestamps or SACK (conn.go);
+//   - a SYN-cookie connection without timestamps has no window scale or SACK
+//     (listen.go; with timestamps they ride in the TSval, syncookie);
 //   - ICMP errors are advisory only (input.go, RFC 5927 §4.1);
 //   - a RST in TIME-WAIT is ignored (RFC 1337 §3);
 //   - the minimum RTO is 200 ms (tcp/internal/rtt).

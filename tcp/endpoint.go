@@ -14,6 +14,7 @@ import (
 	"github.com/netramp/netramp/tcp/internal/autotune"
 	"github.com/netramp/netramp/tcp/internal/pacer"
 	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/recovery"
 	"github.com/netramp/netramp/tcp/internal/rtt"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 	"github.com/netramp/netramp/tcp/internal/sendbuf"
@@ -121,43 +122,28 @@ type endpoint struct {
 	lastAckSent uint64 // Last.ACK.sent (RFC 7323 §4.3)
 
 	// send side
-	iss        uint32
-	sndUna     uint64
-	sndNxt     uint64
-	sndMax     uint64 // highest SND.NXT ever (retransmission rewinds SND.NXT only by RTO)
-	sndWnd     uint64 // the peer's window in bytes
-	sndWL1     uint64 // receive offset of the segment that last updated the window
-	sndWL2     uint64
-	maxSndWnd  uint64
-	sbuf       *sendbuf.Buffer
-	finQueued  bool // the user shut down writing: a FIN follows the data
-	synAcked   bool
-	q          *rtxq.Queue
-	maxSegs    int
-	ctl        *cc.Controller
-	est        *rtt.Estimator
-	pace       *pacer.Pacer
-	inRecovery bool
-	fastRtx    bool // the first retransmission of a recovery ignores cwnd
-	renoRtx    bool // without SACK: retransmit the segment at SND.UNA (NewReno)
-	// renoRecovery: this recovery began on duplicate ACKs with no SACK
-	// information, so its partial ACKs retransmit the new head (RFC 6582).
-	renoRecovery bool
-	// Proportional Rate Reduction (RFC 6937) during fast recovery.
-	recoverFS, prrDelivered, prrOut uint64
-	prrSndcnt                       int64
-	recoverPt                       uint64
-	rtoAttempts                     int // RTO-timer retransmissions since progress: the give-up budget
-	dupAcks                         int
-	synRetries                      int
-	lastSend                        time.Duration
-	nodelay                         bool
-	cork                            bool
-	sackScratch                     []rtxq.Range
-	rtoEpisode                      bool
-	undoable                        bool // the last reduction may be undone by DSACK/timestamps evidence
-	undoRetrans                     int  // retransmissions of this episode not yet reported spurious
-	retransTS                       uint32
+	iss         uint32
+	sndUna      uint64
+	sndNxt      uint64
+	sndMax      uint64 // highest SND.NXT ever (retransmission rewinds SND.NXT only by RTO)
+	sndWnd      uint64 // the peer's window in bytes
+	sndWL1      uint64 // receive offset of the segment that last updated the window
+	sndWL2      uint64
+	maxSndWnd   uint64
+	sbuf        *sendbuf.Buffer
+	finQueued   bool // the user shut down writing: a FIN follows the data
+	synAcked    bool
+	q           *rtxq.Queue
+	maxSegs     int
+	ctl         *cc.Controller
+	est         *rtt.Estimator
+	pace        *pacer.Pacer
+	rec         *recovery.Recovery // loss recovery: state, point, PRR, undo, RTO attempts
+	synRetries  int
+	lastSend    time.Duration
+	nodelay     bool
+	cork        bool
+	sackScratch []rtxq.Range
 
 	// receive side
 	irs         uint32
@@ -189,12 +175,13 @@ type endpoint struct {
 	lastRecv        time.Duration
 	userTimeout     time.Duration
 
-	// challenge ACK rate limit (RFC 5961 §7)
-	chalStart time.Duration
-	chalCount int
+	// the last ACK sent for an unacceptable segment (ratelimit.go)
+	invalidAckAt   time.Duration
+	invalidAckSent bool
 
 	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
 	persistBackoff                                              int
+	persistProbes                                               int // zero-window probes since the peer last answered
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
 	ackGap                                                      ackGaps

@@ -5,33 +5,22 @@ import (
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
-	"gvisor.dev/gvisor/pkg/waiter"
 
-	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/tcp"
 )
 
-// The fuzz fzHarness plays the peer by hand: it builds IPv4+TCP segments,
-// injects them into one of our endpoints through a channel link, and reads
-// what the endpoint sends back. The endpoint is first brought into a chosen
+// The fuzz fzHarness plays the peer by hand through a tcptest.Host: it
+// crafts segments, injects them into one of our endpoints, and reads what
+// the endpoint sends back. The endpoint is first brought into a chosen
 // state by a scripted handshake, then fed the fuzzer's segments.
-
-var (
-	fzLocalAddr = tcpip.AddrFrom4([4]byte{10, 0, 0, 1})
-	fzPeerAddr  = tcpip.AddrFrom4([4]byte{10, 0, 0, 2})
-)
 
 const (
 	fzLocalPort = 80
-	fzPeerPort  = 40000
+	fzPeerPort  = tcptest.PeerPort
 	fuzzRcvMax  = 64 << 10
 )
 
@@ -43,125 +32,54 @@ var fuzzStates = []tcp.State{
 
 type fzHarness struct {
 	t   testing.TB
+	h   *tcptest.Host
 	clk *vclock.Clock
-	s   *gstack.Stack
-	ch  *channel.Endpoint
 	ep  tcpip.Endpoint
-	wq  *waiter.Queue
 	// What the endpoint last told us: its next sequence number to send and
 	// the next it expects from us.
 	ourNxt, peerNxt uint32
 	tsVal           uint32
 	sent            int
-	reg             *counters.Registry
 }
 
 func newFzHarness(t testing.TB) *fzHarness {
-	clk := vclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ch := channel.New(1024, 1500, "")
-	reg := counters.NewRegistry()
-	s := gstack.New(gstack.Options{
-		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol},
-		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocolFactory(tcp.Options{ReceiveBufferMax: fuzzRcvMax, SendBufferMax: 64 << 10, Counters: reg})},
-		Clock:              clk,
-	})
-	if err := s.CreateNIC(1, ch); err != nil {
-		t.Fatalf("CreateNIC: %v", err)
-	}
-	if err := s.AddProtocolAddress(1, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber,
-		AddressWithPrefix: tcpip.AddressWithPrefix{Address: fzLocalAddr, PrefixLen: 24}}, gstack.AddressProperties{}); err != nil {
-		t.Fatalf("address: %v", err)
-	}
-	s.SetRouteTable([]tcpip.Route{{Destination: header.IPv4EmptySubnet, NIC: 1}})
-	h := &fzHarness{t: t, clk: clk, s: s, ch: ch, wq: new(waiter.Queue), reg: reg}
-	ep, err := s.NewEndpoint(header.TCPProtocolNumber, ipv4.ProtocolNumber, h.wq)
-	if err != nil {
-		t.Fatalf("NewEndpoint: %v", err)
-	}
-	h.ep = ep
-	return h
+	host := tcptest.New(t, tcp.Options{ReceiveBufferMax: fuzzRcvMax, SendBufferMax: 64 << 10})
+	ep, _ := host.NewEndpoint()
+	return &fzHarness{t: t, h: host, clk: host.Clock, ep: ep}
 }
 
 func (h *fzHarness) close() {
 	h.ep.Close()
 	h.clk.RunFor(3 * time.Minute)
 	h.drain()
-	h.s.Close()
-	h.ch.Close()
 }
 
-// fzSegment builds an IPv4 packet from the peer carrying a TCP header with
-// these fields, opts (padded to 4 bytes) and payload, with valid checksums.
-func fzSegment(seq, ack uint32, flags header.TCPFlags, wnd uint16, opts, payload []byte) []byte {
-	optLen := (len(opts) + 3) &^ 3
-	if optLen > 40 {
-		optLen, opts = 40, opts[:40]
-	}
-	tcpLen := header.TCPMinimumSize + optLen + len(payload)
-	b := make([]byte, header.IPv4MinimumSize+tcpLen)
-	ip := header.IPv4(b)
-	ip.Encode(&header.IPv4Fields{TotalLength: uint16(len(b)), TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
-		SrcAddr: fzPeerAddr, DstAddr: fzLocalAddr})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	th := header.TCP(b[header.IPv4MinimumSize:])
-	th.Encode(&header.TCPFields{SrcPort: fzPeerPort, DstPort: fzLocalPort, SeqNum: seq, AckNum: ack,
-		DataOffset: uint8(header.TCPMinimumSize + optLen), Flags: flags, WindowSize: wnd})
-	copy(th[header.TCPMinimumSize:], opts)
-	copy(th[header.TCPMinimumSize+optLen:], payload)
-	fzFixChecksum(b)
-	return b
+// fzSegment is a segment from the peer with these fields, opts and payload.
+func fzSegment(seq, ack uint32, flags header.TCPFlags, wnd uint16, opts, payload []byte) tcptest.Seg {
+	return tcptest.Seg{SrcPort: fzPeerPort, DstPort: fzLocalPort, Seq: seq, Ack: ack, Flags: flags, Wnd: wnd,
+		Opts: opts, Payload: payload}
 }
 
-func fzFixChecksum(b []byte) {
-	th := header.TCP(b[header.IPv4MinimumSize:])
-	th.SetChecksum(0)
-	x := header.PseudoHeaderChecksum(header.TCPProtocolNumber, fzPeerAddr, fzLocalAddr, uint16(len(th)))
-	th.SetChecksum(^checksum.Checksum(th, x))
-}
-
-func (h *fzHarness) inject(b []byte) {
-	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
-	h.ch.InjectInbound(ipv4.ProtocolNumber, pkt)
-	pkt.DecRef()
+func (h *fzHarness) inject(s tcptest.Seg) {
+	h.h.Inject(s)
 	h.sent++
 }
 
 // drain reads every packet the endpoint sent, noting its sequence state.
 func (h *fzHarness) drain() (flags []header.TCPFlags) {
-	for {
-		pkt := h.ch.Read()
-		if pkt == nil {
-			return flags
-		}
-		var b []byte
-		for _, s := range pkt.AsSlices() {
-			b = append(b, s...)
-		}
-		pkt.DecRef()
-		ip := header.IPv4(b)
-		if len(b) < header.IPv4MinimumSize || !ip.IsValid(len(b)) {
-			continue
-		}
-		th := header.TCP(ip.Payload())
-		if len(th) < header.TCPMinimumSize {
-			continue
-		}
-		f := th.Flags()
-		flags = append(flags, f)
-		end := th.SequenceNumber() + uint32(len(th.Payload()))
-		if f&(header.TCPFlagSyn|header.TCPFlagFin) != 0 {
-			end++
-		}
-		if int32(end-h.ourNxt) > 0 || h.ourNxt == 0 {
+	for _, s := range h.h.Out() {
+		flags = append(flags, s.Flags)
+		if end := s.Seq + s.Len(); int32(end-h.ourNxt) > 0 || h.ourNxt == 0 {
 			h.ourNxt = end
 		}
-		if f&header.TCPFlagAck != 0 {
-			h.peerNxt = th.AckNumber()
+		if s.Has(header.TCPFlagAck) {
+			h.peerNxt = s.Ack
 		}
-		if o := header.ParseTCPOptions(th.Options()); o.TS {
+		if o := s.Options(); o.TS {
 			h.tsVal = o.TSVal
 		}
 	}
+	return flags
 }
 
 func (h *fzHarness) step() {
@@ -170,23 +88,10 @@ func (h *fzHarness) step() {
 }
 
 func fzSynAckOptions(tsEcr uint32) []byte {
-	o := make([]byte, 40)
-	n := header.EncodeMSSOption(1460, o)
-	n += header.EncodeWSOption(7, o[n:])
-	n += header.EncodeSACKPermittedOption(o[n:])
-	n += header.EncodeNOP(o[n:])
-	n += header.EncodeNOP(o[n:])
-	n += header.EncodeTSOption(1000, tsEcr, o[n:])
-	return o[:n]
+	return tcptest.SynOptsEcr(1460, 7, true, true, 1000, tsEcr)
 }
 
-func fzAckOptions(tsEcr uint32) []byte {
-	o := make([]byte, 12)
-	n := header.EncodeNOP(o)
-	n += header.EncodeNOP(o[n:])
-	n += header.EncodeTSOption(2000, tsEcr, o[n:])
-	return o[:n]
-}
+func fzAckOptions(tsEcr uint32) []byte { return tcptest.TSOpt(2000, tsEcr) }
 
 const fzPeerISN = 5000
 
@@ -215,7 +120,7 @@ func (h *fzHarness) reach(st tcp.State) bool {
 	if err := h.ep.Bind(tcpip.FullAddress{Port: fzLocalPort}); err != nil {
 		return false
 	}
-	switch e := h.ep.Connect(tcpip.FullAddress{Addr: fzPeerAddr, Port: fzPeerPort}); e.(type) {
+	switch e := h.ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(tcptest.PeerAddr.AsSlice()), Port: fzPeerPort}); e.(type) {
 	case nil, *tcpip.ErrConnectStarted:
 	default:
 		return false
@@ -268,28 +173,19 @@ func (h *fzHarness) feed(in []byte) {
 		optLen, payLen = min(optLen, len(in)), min(payLen, max(len(in)-min(optLen, len(in)), 0))
 		opts, payload := in[:optLen], in[optLen:optLen+payLen]
 		in = in[optLen+payLen:]
-		var b []byte
 		if mode&1 == 1 {
 			raw := append(opts, payload...)
 			if len(raw) < header.TCPMinimumSize {
 				raw = append(raw, make([]byte, header.TCPMinimumSize-len(raw))...)
 			}
-			b = make([]byte, header.IPv4MinimumSize+len(raw))
-			ip := header.IPv4(b)
-			ip.Encode(&header.IPv4Fields{TotalLength: uint16(len(b)), TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
-				SrcAddr: fzPeerAddr, DstAddr: fzLocalAddr})
-			ip.SetChecksum(^ip.CalculateChecksum())
-			copy(b[header.IPv4MinimumSize:], raw)
-			th := header.TCP(b[header.IPv4MinimumSize:])
+			th := header.TCP(raw)
 			th.SetSourcePort(fzPeerPort)
 			th.SetDestinationPort(fzLocalPort)
-			if mode&2 == 0 {
-				fzFixChecksum(b)
-			}
+			h.h.InjectRaw(raw, mode&2 == 0)
+			h.sent++
 		} else {
-			b = fzSegment(seq, ack, flags, wnd, opts, payload)
+			h.inject(fzSegment(seq, ack, flags, wnd, opts, payload))
 		}
-		h.inject(b)
 		if mode&4 != 0 {
 			h.clk.RunFor(time.Duration(mode>>3) * 10 * time.Millisecond)
 		}

@@ -95,7 +95,13 @@ func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
 	if h.count("tcp.syn-cookies.sent") != 1 {
 		t.Fatal("ninth SYN did not get a cookie")
 	}
-	if so := ck.synOpts(); so.WS != -1 || so.TS || so.SACKPermitted {
+	if so := ck.synOpts(); so.WS != 7 || !so.TS || !so.SACKPermitted {
+		t.Errorf("cookie SYN-ACK to a SYN with timestamps: %+v, want WS, TS and SACK agreed", so)
+	}
+	// Without timestamps there is nowhere to keep the other options.
+	h.inject(pseg{srcPort: 31002, dstPort: 80, seq: 70, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1400, 7, true, false, 0)})
+	if so := h.one().synOpts(); so.WS != -1 || so.TS || so.SACKPermitted {
 		t.Errorf("cookie SYN-ACK offers options it cannot remember: %+v", so)
 	}
 	// The cookie's ACK completes the connection (the backlog of 1 has room).

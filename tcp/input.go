@@ -4,8 +4,6 @@
 package tcp
 
 import (
-	"time"
-
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -22,11 +20,9 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 		return
 	}
 	e.mu.Lock()
-	if e.state == StateTimeWait && s.flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) == header.TCPFlagSyn &&
-		int32(s.seq-wire(e.irs, e.rcvNxt)) > 0 {
-		// A new incarnation's SYN above the old sequence space ends
-		// TIME-WAIT early (RFC 9293 §3.10.7.4's allowance, as RFC 6191),
-		// and goes to the listener, if any.
+	if e.state == StateTimeWait && e.newIncarnation(&s) {
+		// A new incarnation's SYN ends TIME-WAIT early and goes to the
+		// listener, if any.
 		e.closeLocked(nil)
 		e.unlock()
 		if l := e.p.s.FindTransportEndpoint(pkt.NetworkProtocolNumber, ProtocolNumber, id, pkt.NICID); l != nil && l != stack.TransportEndpoint(e) {
@@ -46,6 +42,30 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 		}
 	}
 	e.unlock()
+}
+
+// newIncarnation reports whether s, arriving in TIME-WAIT, is a SYN that may
+// end it (RFC 9293 §3.10.7.4's allowance, as RFC 6191 §2 states it). When
+// the old incarnation used timestamps the SYN must carry a TSval newer than
+// TS.Recent, or an equal one and a sequence number above RCV.NXT.
+// Departure from RFC 6191: a SYN without timestamps is not accepted on its
+// sequence number alone there. A peer that used timestamps a moment ago
+// still does, so such a SYN is more likely blind than a new incarnation;
+// refusing it only makes a real one wait for TIME-WAIT to end.
+func (e *endpoint) newIncarnation(s *segment) bool {
+	if s.flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst) != header.TCPFlagSyn {
+		return false
+	}
+	above := int32(s.seq-wire(e.irs, e.rcvNxt)) > 0
+	if !e.tsOK || !e.tsRecentSet {
+		return above
+	}
+	so := header.ParseSynOptions(s.opts, false)
+	if !so.TS {
+		return false
+	}
+	d := int32(so.TSVal - e.tsRecent)
+	return d > 0 || d == 0 && above
 }
 
 // HandleError implements stack.TransportEndpoint; ICMP errors are ignored
@@ -73,14 +93,13 @@ func (e *endpoint) handleSegment(s *segment) {
 	if !ok {
 		e.p.st.dropBadSeq.Inc()
 		if !s.has(header.TCPFlagRst) {
-			e.ackNow = true
+			e.limitedAck(now)
 		}
 		return
 	}
-	if e.tsOK && opts.TS && !s.has(header.TCPFlagRst) && e.tsRecentSet && int32(opts.TSVal-e.tsRecent) < 0 &&
-		now-e.tsRecentT < 24*24*time.Hour {
+	if e.pawsRejects(s, &opts, segOff, now) {
 		e.p.st.dropPAWS.Inc()
-		e.ackNow = true
+		e.owedAck(s, segOff, now)
 		return
 	}
 	wnd := e.rcvAdv - e.rcvNxt
@@ -103,7 +122,7 @@ func (e *endpoint) handleSegment(s *segment) {
 			if segLen > 0 && segOff < e.rcvNxt && e.sackOK {
 				e.dsack = &reasm.Range{Start: segOff, End: min64(segOff+uint64(len(s.payload)), e.rcvNxt)}
 			}
-			e.ackNow = true
+			e.owedAck(s, segOff, now)
 			if segOff+segLen > e.rcvNxt+wnd {
 				e.p.st.dropBadSeq.Inc()
 			}
@@ -160,13 +179,6 @@ func (e *endpoint) handleSegment(s *segment) {
 		return
 	}
 
-	// TS.Recent (RFC 7323 §4.3): the segment covers Last.ACK.sent.
-	if e.tsOK && opts.TS && segOff <= e.lastAckSent {
-		e.tsRecent = opts.TSVal
-		e.tsRecentT = now
-		e.tsRecentSet = true
-	}
-
 	if e.state == StateSynRcvd {
 		ackOff, ok := unwrap(e.iss, e.sndUna, s.ack)
 		if !ok || ackOff <= e.sndUna || ackOff > e.sndNxt {
@@ -185,6 +197,7 @@ func (e *endpoint) handleSegment(s *segment) {
 	if !e.processAckField(s, &opts, segOff, now) {
 		return
 	}
+	e.updateTSRecent(&opts, segOff, now)
 	if e.state == StateClosed || e.state == StateTimeWait && !s.has(header.TCPFlagFin) {
 		return
 	}
@@ -223,22 +236,6 @@ func (e *endpoint) finishInput() {
 	} else if e.ackPending > 0 && !e.tDelack.armed() {
 		e.tDelack.arm(e.p.opts.DelayedAck)
 	}
-}
-
-// challengeAck sends an RFC 5961 challenge ACK, at most ten per second per
-// connection (§7 leaves the limit to the implementation).
-func (e *endpoint) challengeAck(now time.Duration) {
-	if now-e.chalStart > time.Second {
-		e.chalStart = now
-		e.chalCount = 0
-	}
-	if e.chalCount >= 10 {
-		e.p.st.dropRateLimited.Inc()
-		return
-	}
-	e.chalCount++
-	e.p.st.challengeAcks.Inc()
-	e.sendAck()
 }
 
 // sendRSTFor answers an unacceptable ACK in SYN-RECEIVED or SYN-SENT with a

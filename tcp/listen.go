@@ -12,6 +12,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/ports"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/netramp/netramp/tcp/internal/syncookie"
 )
 
 // listener holds a listening endpoint's queues.
@@ -83,6 +85,14 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	switch {
 	case s.has(header.TCPFlagRst):
 		return
+	case s.has(header.TCPFlagAck) && s.has(header.TCPFlagSyn):
+		// Any ACK is bad in LISTEN, a SYN-ACK included: RST <SEQ=SEG.ACK>,
+		// and no child (RFC 9293 §3.10.7.2, second check).
+		e.p.st.dropState.Inc()
+		if out, r := e.p.buildRST(id, pkt, s); out != nil {
+			e.after = append(e.after, func() { e.p.sendBuilt(r, out, true) })
+		}
+		return
 	case s.has(header.TCPFlagAck) && !s.has(header.TCPFlagSyn):
 		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
 		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
@@ -96,14 +106,17 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 			e.p.st.dropAcceptFull.Inc()
 			return
 		}
-		c := e.newChild(id, pkt, s, &header.TCPSynOptions{MSS: mss, WS: -1}, true)
+		so := e.p.cookieSynOptions(id, s, mss, now)
+		c := e.newChild(id, pkt, s, &so, true)
 		if c == nil {
 			return
 		}
 		e.p.st.cookiesOK.Inc()
 		c.mu.Lock()
 		c.established(now)
-		c.sndWnd = uint64(s.wnd)
+		c.sndWnd = uint64(s.wnd) << c.sndWS
+		c.rcvAdv = c.rcvNxt + uint64(e.p.cookieWindow()) // what the SYN-ACK offered
+		c.rcvPromise = c.rcvAdv
 		c.maxSndWnd = c.sndWnd
 		c.sndWL1, c.sndWL2 = 1, 1
 		l.accept = append(l.accept, c)
@@ -147,22 +160,24 @@ func (e *endpoint) flushLater() {
 }
 
 // sendCookie answers a SYN statelessly with a SYN-ACK whose sequence number
-// is a cookie (RFC 4987 §3.6). Only the MSS survives, so the cookie SYN-ACK
-// offers no window scale, timestamps or SACK.
+// is a cookie (RFC 4987 §3.6). When the SYN offers timestamps, the SYN-ACK
+// agrees to window scale and SACK as well and keeps the peer's choices in its
+// TSval (syncookie.StampTS); without them only the MSS survives.
 func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so *header.TCPSynOptions, now time.Duration) {
 	net := pkt.Network()
 	r, err := e.p.s.FindRoute(pkt.NICID, net.DestinationAddress(), net.SourceAddress(), pkt.NetworkProtocolNumber, false)
 	if err != nil {
 		return
 	}
+	ourMSS := int(r.MTU()) - header.TCPMinimumSize
 	mss := so.MSS
-	if m := uint16(min(int(r.MTU())-header.TCPMinimumSize, 0xffff)); mss > m {
+	if m := uint16(min(ourMSS, 0xffff)); mss > m {
 		mss = m
 	}
 	cookie := e.p.jar.Make(tupleOf(id), s.seq, mss, now)
-	var ob [8]byte
-	n := header.EncodeMSSOption(uint32(int(r.MTU())-header.TCPMinimumSize), ob[:])
-	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, 0xffff, ob[:n], nil, nil)
+	var ob [40]byte
+	opts := e.p.cookieOptions(ob[:], id, so, ourMSS, now)
+	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, e.p.cookieWindow(), opts, nil, nil)
 	e.after = append(e.after, func() {
 		if e.p.write(r, out) == nil {
 			e.p.st.cookiesSent.Inc()
@@ -170,6 +185,53 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 		out.DecRef()
 		r.Release()
 	})
+}
+
+// cookieWindow is a cookie SYN-ACK's window, never scaled (RFC 7323 §2.2):
+// what the child's first receive buffer holds.
+func (p *protocol) cookieWindow() uint16 {
+	return uint16(min(initialReceiveBuffer, p.opts.ReceiveBufferMax, 0xffff))
+}
+
+// cookieOptions encodes a cookie SYN-ACK's options: the MSS, and with
+// timestamps the window scale and SACK-permitted the SYN offered.
+func (p *protocol) cookieOptions(dst []byte, id stack.TransportEndpointID, so *header.TCPSynOptions, ourMSS int, now time.Duration) []byte {
+	b := dst[:40]
+	n := header.EncodeMSSOption(uint32(ourMSS), b)
+	if !so.TS || p.opts.NoTimestamps {
+		return b[:n]
+	}
+	co := syncookie.Options{WS: -1, SACK: so.SACKPermitted && !p.opts.NoSACK}
+	if so.WS >= 0 && !p.opts.NoWindowScale {
+		co.WS = so.WS
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeWSOption(int(p.rcvScale()), b[n:])
+	}
+	if co.SACK {
+		n += header.EncodeSACKPermittedOption(b[n:])
+	} else {
+		n += header.EncodeNOP(b[n:])
+		n += header.EncodeNOP(b[n:])
+	}
+	n += header.EncodeTSOption(syncookie.StampTS(p.tsAt(id, now), co), so.TSVal, b[n:])
+	return b[:n]
+}
+
+// cookieSynOptions rebuilds the SYN's options from a valid cookie's ACK: the
+// cookie's MSS, and what the TSecr carries when the ACK has timestamps.
+func (p *protocol) cookieSynOptions(id stack.TransportEndpointID, s *segment, mss uint16, now time.Duration) header.TCPSynOptions {
+	so := header.TCPSynOptions{MSS: mss, WS: -1}
+	opts := header.ParseTCPOptions(s.opts)
+	if !opts.TS || p.opts.NoTimestamps { // control:cookie-options
+		return so
+	}
+	co, ok := syncookie.OptionsFromEcho(opts.TSEcr, p.tsAt(id, now))
+	if !ok {
+		return so
+	}
+	so.TS, so.TSVal, so.TSEcr = true, opts.TSVal, opts.TSEcr
+	so.WS, so.SACKPermitted = co.WS, co.SACK
+	return so
 }
 
 // newChild makes the endpoint of a passive open and registers its 4-tuple.

@@ -122,6 +122,10 @@ func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes
 // retransmissions of lost segments first, then new data and the FIN, while
 // the congestion window, the peer's window, the data and the card's credit
 // allow. It ends on exactly one stop reason, reported to cc with the flight.
+// The card is asked last, only for a segment that is otherwise ready, so an
+// application or peer-window stop overrides the card's verdict (the gate
+// would grow cwnd on a card stop, cc/limited.go); a full cwnd with a full
+// card reports cwnd, which the gate reads the same way.
 func (e *endpoint) output() {
 	switch e.state {
 	case StateEstablished, StateCloseWait, StateFinWait1, StateClosing, StateLastAck:
@@ -137,30 +141,28 @@ func (e *endpoint) output() {
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := e.maxPayload()
 	for {
-		if e.cardStopped() {
-			reason = cc.StopCard
-			break
-		}
 		seg, ok := e.q.NextToRetransmit()
-		reno := false
-		if !ok && e.renoRtx {
+		head := false
+		if !ok && e.rec.WantHead() {
 			seg, ok = e.q.Oldest()
-			reno = ok
+			head = ok
 			if !ok {
-				e.renoRtx = false
+				e.rec.HeadDone()
 			}
 		}
 		if ok {
 			l := seg.End - seg.Start
-			if !e.fastRtx && (e.inRecovery && int64(l) > e.prrSndcnt || !e.inRecovery && e.q.InFlight()+l > cwnd && e.q.InFlight() > 0) {
+			if !e.rec.MaySend(l, e.q.InFlight(), cwnd, true) {
 				reason = cc.StopCwnd
 				break
 			}
-			e.fastRtx = false
-			if reno {
-				e.renoRtx = false
+			if e.cardStopped() {
+				reason = cc.StopCard
+				break
 			}
-			e.prrSent(l)
+			if head {
+				e.rec.HeadDone()
+			}
 			if e.paceWait(now, int(l)) {
 				return
 			}
@@ -191,8 +193,7 @@ func (e *endpoint) output() {
 			e.armPersist()
 			break
 		}
-		inflight := e.q.InFlight()
-		if size > 0 && (e.inRecovery && int64(size) > e.prrSndcnt || !e.inRecovery && inflight+size > cwnd) {
+		if !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
 			reason = cc.StopCwnd
 			break
 		}
@@ -214,6 +215,10 @@ func (e *endpoint) output() {
 			reason = cc.StopApp
 			break
 		}
+		if e.cardStopped() {
+			reason = cc.StopCard
+			break
+		}
 		if e.paceWait(now, int(size)) {
 			return
 		}
@@ -230,7 +235,7 @@ func (e *endpoint) output() {
 		if e.sndNxt > e.sndMax {
 			e.sndMax = e.sndNxt
 		}
-		e.prrSent(size)
+		e.rec.OnSent(size, false)
 		e.sendData(start, end, fin, nil)
 		if e.pace != nil {
 			e.pace.Sent(now, int(size)+header.TCPMinimumSize)
@@ -252,14 +257,6 @@ func (e *endpoint) output() {
 	}
 	if e.q.Outstanding() > 0 {
 		e.armRetransmitTimer(sentNew)
-	}
-}
-
-// prrSent charges n bytes sent during recovery to PRR's allowance.
-func (e *endpoint) prrSent(n uint64) {
-	if e.inRecovery {
-		e.prrOut += n
-		e.prrSndcnt -= int64(n)
 	}
 }
 
@@ -314,9 +311,7 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	}
 	prev, _ := e.q.Seg(start)
 	e.q.Retransmitted(start, now)
-	if e.undoable {
-		e.undoRetrans++
-	}
+	e.rec.OnSent(end-start, true)
 	e.sendData(start, end, fin, &prev)
 	if e.pace != nil {
 		e.pace.Sent(now, int(end-start)+header.TCPMinimumSize)
@@ -343,9 +338,7 @@ func (e *endpoint) refused(segs []outSeg) {
 		if s.rtx {
 			e.p.st.retransBytes.Add(^uint64(s.payload - 1))
 			e.q.RetransmitRefused(s.prev)
-			if e.undoable && e.undoRetrans > 0 {
-				e.undoRetrans--
-			}
+			e.rec.OnRefused(true)
 		}
 		if s.end == s.start && !s.isRst {
 			e.ackNow = true

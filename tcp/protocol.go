@@ -49,25 +49,28 @@ type protocol struct {
 	jar    *syncookie.Jar
 	tsKey  [16]byte
 	serial atomic.Uint64
+	// challenges is the stack-wide challenge-ACK limit (RFC 5961 §7).
+	challenges *stackLimit
 }
 
+// fill replaces zero fields by their defaults; validate has run.
 func (o *Options) fill() {
-	if o.SendBufferMax <= 0 {
+	if o.SendBufferMax == 0 {
 		o.SendBufferMax = DefaultSendBufferMax
 	}
-	if o.ReceiveBufferMax <= 0 {
+	if o.ReceiveBufferMax == 0 {
 		o.ReceiveBufferMax = DefaultReceiveBufferMax
 	}
 	if o.DelayedAck == 0 {
 		o.DelayedAck = DefaultDelayedAck
 	}
-	if o.StretchAck <= 0 {
+	if o.StretchAck == 0 {
 		o.StretchAck = 2
 	}
-	if o.TimeWait <= 0 {
+	if o.TimeWait == 0 {
 		o.TimeWait = DefaultTimeWait
 	}
-	if o.InitialWindow <= 0 {
+	if o.InitialWindow == 0 {
 		o.InitialWindow = 10
 	}
 	if o.Counters == nil {
@@ -76,9 +79,14 @@ func (o *Options) fill() {
 }
 
 // NewProtocolFactory returns a factory that registers this TCP in a gVisor
-// stack (stack.Options.TransportProtocols). Secrets for sequence numbers and
-// SYN cookies come from the stack's SecureRNG, so a seeded stack repeats.
-func NewProtocolFactory(o Options) stack.TransportProtocolFactory {
+// stack (stack.Options.TransportProtocols), or an error wrapping
+// ErrBadOptions that names the first invalid field. Secrets for sequence
+// numbers and SYN cookies come from the stack's SecureRNG, so a seeded stack
+// repeats.
+func NewProtocolFactory(o Options) (stack.TransportProtocolFactory, error) {
+	if err := o.validate(); err != nil { // control:options-validated
+		return nil, err
+	}
 	o.fill()
 	return func(s *stack.Stack) stack.TransportProtocol {
 		p := &protocol{s: s, opts: o, clock: s.Clock(), st: newStats(o.Counters)}
@@ -91,8 +99,9 @@ func NewProtocolFactory(o Options) stack.TransportProtocolFactory {
 		_, _ = io.ReadFull(rng.Reader, p.tsKey[:])
 		p.isn = isn.New(k1)
 		p.jar = syncookie.New(k2)
+		p.challenges = newStackLimit(challengeAcksPerSecond, binary.LittleEndian.Uint64(p.tsKey[8:]))
 		return p
-	}
+	}, nil
 }
 
 func (p *protocol) now() time.Duration { return p.clock.NowMonotonic().Sub(p.origin) }
@@ -203,6 +212,12 @@ func (p *protocol) write(r *stack.Route, pkt *stack.PacketBuffer) tcpip.Error {
 		p.st.segsOut.Inc()
 	}
 	return err
+}
+
+// tsAt is a connection's timestamp clock with no endpoint yet (a cookie's
+// SYN-ACK and ACK); the endpoint's own tsAt gives the same values.
+func (p *protocol) tsAt(id stack.TransportEndpointID, now time.Duration) uint32 {
+	return uint32(now/time.Millisecond) + p.tsOffsetFor(tupleOf(id))
 }
 
 // tsOffsetFor is the per-connection timestamp offset of RFC 7323 §5.4, a keyed

@@ -212,7 +212,7 @@ func (e *endpoint) consumed(n int) {
 // growRcv enlarges the receive buffer (autotuning never shrinks it, so the
 // window never has to shrink) and the out-of-order store with it.
 func (e *endpoint) growRcv(nb int) {
-	ring := make([]byte, nb+1<<e.rcvWS)
+	ring := make([]byte, nb+e.rcvSpare(nb))
 	k := 0
 	for k < e.rcvLen {
 		at := (e.rcvHead + k) % len(e.rcvRing)
@@ -221,15 +221,25 @@ func (e *endpoint) growRcv(nb int) {
 	e.rcvRing = ring
 	e.rcvHead = 0
 	e.rcvBuf = nb
-	e.ooo.SetLimit(nb + 1<<e.rcvWS)
+	e.ooo.SetLimit(nb + e.rcvSpare(nb))
 	// One range per hole: the range bound must follow the window too.
-	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + 1<<e.rcvWS))
+	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + e.rcvSpare(nb)))
+}
+
+// rcvSpare is what the receive ring and the out-of-order store hold beyond
+// a buffer of buf bytes: the rounding of rcvWindow. With a scale, one unit,
+// and a sixteenth of the buffer for the creep that keeping the edge still
+// costs while the reader lags (at most one unit per ACK that moves RCV.NXT).
+func (e *endpoint) rcvSpare(buf int) int {
+	if e.rcvWS == 0 {
+		return 1
+	}
+	return 1<<e.rcvWS + buf/16
 }
 
 // rcvWindow returns the window field to send and moves the advertised right
-// edge, which never moves left (RFC 9293 §3.8.6.2.1 forbids shrinking) and
-// moves right only by at least min(buffer/2, MSS) (receiver SWS avoidance,
-// §3.8.6.2.2).
+// edge, which never moves left (RFC 9293 §3.8.6, SHLD-14) and moves right
+// only by at least min(buffer/2, MSS) (receiver SWS avoidance, §3.8.6.2.2).
 func (e *endpoint) rcvWindow() uint16 {
 	free := e.rcvBuf - e.rcvLen
 	if free < 0 {
@@ -250,11 +260,26 @@ func (e *endpoint) rcvWindow() uint16 {
 	if e.rcvPromise < e.rcvNxt {
 		e.rcvPromise = e.rcvNxt
 	}
-	// Scaling rounds the window up, so the edge on the wire may pass the
-	// promise by less than one scale unit; the ring keeps that much spare.
-	// The promise, not the rounded edge, is what the next window grows from.
-	wnd := e.rcvPromise - e.rcvNxt
-	scaled := (wnd + (1 << e.rcvWS) - 1) >> e.rcvWS
+	return e.scaleWindow(max(e.rcvPromise, e.rcvAdv)) // control:edge-never-left
+}
+
+// scaleWindow offers the first edge at or past target that the scaled field
+// can express. That edge is RCV.NXT plus whole units, so as RCV.NXT moves by
+// other amounts it creeps past the promise by under a unit per ACK; the
+// ring's spare holds the creep (rcvSpare).
+func (e *endpoint) scaleWindow(target uint64) uint16 {
+	unit := uint64(1) << e.rcvWS
+	scaled := (target - e.rcvNxt + unit - 1) >> e.rcvWS
+	// Departure from SHLD-14, counted: once the spare is spent (a reader that
+	// left the buffer full under a coarse scale) the edge falls back by under
+	// a unit rather than promise bytes the ring cannot hold; the peer sends
+	// nothing it would have to retransmit, and RFC 7323 §2.4 expects senders
+	// to meet such retreats.
+	room := e.rcvNxt + uint64(len(e.rcvRing)-e.rcvLen)
+	if e.rcvRing != nil && e.rcvNxt+scaled<<e.rcvWS > room {
+		scaled = (room - e.rcvNxt) >> e.rcvWS
+		e.p.st.rcvEdgeRetreats.Inc()
+	}
 	if scaled > 0xffff {
 		scaled = 0xffff
 	}

@@ -265,3 +265,47 @@ func TestRecoverySendsInProportionToDeliveries(t *testing.T) {
 		t.Fatalf("%d segments over the seven deliveries after recovery began (%v), want about 4", during, sentAfter)
 	}
 }
+
+// TestAckRevealingLossDoesNotGrowCwnd: loss detection runs before growth, so
+// the ACK whose SACK blocks reveal a loss (RFC 8985 §6.2) reduces the window
+// without first growing it or counting growth (RFC 9438 §4.6). The control
+// row SACKs one segment less, reveals no loss, and grows by what it SACKed.
+func TestAckRevealingLossDoesNotGrowCwnd(t *testing.T) {
+	for _, tc := range []struct {
+		sacked     int
+		recoveries uint64
+		grown      uint64
+	}{
+		{sacked: 3, recoveries: 1, grown: 0},
+		{sacked: 2, recoveries: 0, grown: 2 * 1460}, // control: no loss, so growth
+	} {
+		h := newSegHarness(t, tcp.Options{InitialWindow: 10})
+		c := h.accept(80, synOptions(1460, 7, true, false, 0))
+		c.write(t, make([]byte, 20*1460)) // the window, not the data, stops the sender
+		if n := len(h.out()); n != 10 {
+			t.Fatalf("sent %d segments, want the initial window of 10", n)
+		}
+		h.clk.RunFor(10 * time.Millisecond)
+		before := h.reg.Snapshot()
+		// Segment 0 is missing; segments 1..sacked arrived.
+		st := c.hostNxt + 1460
+		opt := make([]byte, 40)
+		n := header.EncodeNOP(opt)
+		n += header.EncodeNOP(opt[n:])
+		n += header.EncodeSACKBlocks([]header.SACKBlock{{Start: seqnumV(st), End: seqnumV(st + uint32(tc.sacked*1460))}}, opt[n:])
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck,
+			wnd: 65535, opts: opt[:n]})
+		d := h.reg.Snapshot().Diff(before)
+		var info tcpip.TCPInfoOption
+		c.ep.GetSockOpt(&info)
+		t.Logf("sacked %d: recoveries %d, grown %d bytes, cwnd %d segments", tc.sacked,
+			d["tcp.recoveries"], d["tcp.cwnd.grown.bytes"], info.SndCwnd)
+		if d["tcp.recoveries"] != tc.recoveries || d["tcp.cwnd.grown.bytes"] != tc.grown {
+			t.Fatalf("sacked %d: recoveries %d, cwnd grown %d bytes; want %d, %d", tc.sacked,
+				d["tcp.recoveries"], d["tcp.cwnd.grown.bytes"], tc.recoveries, tc.grown)
+		}
+		if h.count("tcp.cwnd.max.bytes") > uint64(10+tc.grown/1460)*1460 {
+			t.Fatalf("sacked %d: cwnd reached %d bytes", tc.sacked, h.count("tcp.cwnd.max.bytes"))
+		}
+	}
+}

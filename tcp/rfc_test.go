@@ -18,7 +18,7 @@ func TestPAWSDropsSegmentWithOldTimestamp(t *testing.T) {
 	h.out()
 	// Same sequence space, older timestamp: PAWS (RFC 7323 §5.3).
 	old := pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck | header.TCPFlagPsh,
-		wnd: 65535, opts: tsOption(c.peerTS-50, c.hostTS), payload: []byte("stale")}
+		wnd: 65535, opts: tsOption(c.peerTS-5000, c.hostTS), payload: []byte("stale")}
 	h.inject(old)
 	a := h.one()
 	if a.ack != c.peerNxt {
@@ -122,9 +122,9 @@ func TestZeroWindowHoldsDataAndProbes(t *testing.T) {
 func TestCardRefusalIsNotCountedInFlight(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	h.link.refuse = true
+	h.link.Refuse = true
 	c.write(t, make([]byte, 4000))
-	if h.link.refused == 0 {
+	if h.link.Refused == 0 {
 		t.Fatal("the link refused nothing")
 	}
 	if got := h.count("tcp.card-refusals"); got == 0 {
@@ -138,7 +138,7 @@ func TestCardRefusalIsNotCountedInFlight(t *testing.T) {
 	if got := h.count("tcp.rto"); got != 0 {
 		t.Fatalf("%d RTOs for data that was never sent", got)
 	}
-	h.link.release()
+	h.link.Release()
 	segs := h.out()
 	// Nagle holds the runt until the full segments are acknowledged.
 	sent := uint32(0)
@@ -301,7 +301,7 @@ func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
 		t.Fatalf("%d segments in a 3-segment window", n)
 	}
 	// The card's credit ends the next one.
-	h.link.credit = 1
+	h.link.Credit = 1
 	before = h.reg.Snapshot()
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + 4380, flags: header.TCPFlagAck, wnd: 60000})
 	d = h.reg.Snapshot().Diff(before)
@@ -314,12 +314,12 @@ func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
 func TestRefusedACKIsSentWhenCreditReturns(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	h.link.refuse = true
+	h.link.Refuse = true
 	c.send(header.TCPFlagAck|header.TCPFlagPsh|header.TCPFlagFin, []byte("x"))
-	if h.link.refused == 0 {
+	if h.link.Refused == 0 {
 		t.Fatal("nothing was refused")
 	}
-	h.link.release()
+	h.link.Release()
 	a := h.one()
 	if !a.has(header.TCPFlagAck) || a.ack != c.peerNxt {
 		t.Fatalf("want the ACK of the FIN (%d) once credit returns, got %+v", c.peerNxt, a)
@@ -332,9 +332,9 @@ func TestRefusedACKIsSentWhenCreditReturns(t *testing.T) {
 func TestRefusedDataIsRetriedOnALinkWithoutCredit(t *testing.T) {
 	h := newSegHarnessCredit(t, tcp.Options{}, false)
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	h.link.refuse = true
+	h.link.Refuse = true
 	c.write(t, make([]byte, 1000))
-	h.link.refuse = false
+	h.link.Refuse = false
 	h.clk.RunFor(5 * time.Millisecond)
 	segs := h.out()
 	if len(segs) != 1 || len(segs[0].payload) != 1000 || segs[0].seq != c.hostNxt {

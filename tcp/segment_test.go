@@ -3,107 +3,44 @@ package tcp_test
 import (
 	"bytes"
 	"encoding/binary"
-	"net/netip"
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
-	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/counters"
-	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/tcp"
 )
 
-// captureLink is a channel endpoint that can refuse writes (as a full TX
-// ring does) while reporting credit, and that records what it refused.
-type captureLink struct {
-	*channel.Endpoint
-	refuse  bool
-	refused int
-	credit  int // reported TxFree; 0 = unlimited
-	waiters []func()
-}
-
-func (l *captureLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
-	if l.refuse {
-		l.refused += pkts.Len()
-		return 0, &tcpip.ErrNoBufferSpace{}
-	}
-	return l.Endpoint.WritePackets(pkts)
-}
-
-func (l *captureLink) TxCredit() nic.Credit { return l }
-
-func (l *captureLink) TxFree() int {
-	if l.credit == 0 {
-		return 1 << 20
-	}
-	return l.credit
-}
-
-func (l *captureLink) NotifyTxFree(f func()) func() {
-	l.waiters = append(l.waiters, f)
-	return func() {}
-}
-
-// release lets writes through again and runs the credit waiters.
-func (l *captureLink) release() {
-	l.refuse = false
-	ws := l.waiters
-	l.waiters = nil
-	for _, f := range ws {
-		f()
-	}
-}
-
-// segHarness is one stack with our TCP on a capture link, and a scripted peer.
+// segHarness is one stack with our TCP on a tcptest link, and a scripted peer.
 type segHarness struct {
+	host *tcptest.Host
 	t    *testing.T
 	clk  *vclock.Clock
-	link *captureLink
+	link *tcptest.Link
 	s    *stack.Stack
 	reg  *counters.Registry
 }
 
 var (
-	hostAddr = netip.MustParseAddr("10.0.0.1")
-	peerAddr = netip.MustParseAddr("10.0.0.2")
+	hostAddr = tcptest.HostAddr
+	peerAddr = tcptest.PeerAddr
 )
 
-const peerPort = 40000
+const peerPort = tcptest.PeerPort
 
 func newSegHarness(t *testing.T, o tcp.Options) *segHarness { return newSegHarnessCredit(t, o, true) }
 
-// noCreditLink hides the capture link's credit interface from the stack.
-type noCreditLink struct{ gstack.LinkEndpoint }
-
 func newSegHarnessCredit(t *testing.T, o tcp.Options, credit bool) *segHarness {
 	t.Helper()
-	clk := vclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	link := &captureLink{Endpoint: channel.New(1024, 1500, "")}
-	reg := counters.NewRegistry()
-	o.Counters = reg
-	var l gstack.LinkEndpoint = link
-	if !credit {
-		l = noCreditLink{link}
-	}
-	s, err := stack.New(stack.Options{TCP: o, Clock: clk, Seed: 11, Counters: reg,
-		NICs: []stack.NIC{{Link: l, Addr: netip.PrefixFrom(hostAddr, 24)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return &segHarness{t: t, clk: clk, link: link, s: s, reg: reg}
+	h := tcptest.NewConfig(t, tcptest.Config{TCP: o, NoCredit: !credit})
+	return &segHarness{host: h, t: t, clk: h.Clock, link: h.Link, s: h.Stack, reg: h.Counters}
 }
 
 // pseg is a segment the peer sends, or one read back from the host.
@@ -124,130 +61,59 @@ func (s pseg) synOpts() header.TCPSynOptions {
 
 func (s pseg) tcpOpts() header.TCPOptions { return header.ParseTCPOptions(s.opts) }
 
-// inject delivers s from the peer to the host, as if it came off the wire.
-func (h *segHarness) inject(s pseg) {
-	h.injectRaw(s, nil)
+func (s pseg) seg() tcptest.Seg {
+	return tcptest.Seg{SrcPort: s.srcPort, DstPort: s.dstPort, Seq: s.seq, Ack: s.ack, Flags: s.flags, Wnd: s.wnd,
+		Opts: s.opts, Payload: s.payload}
 }
+
+func fromSeg(s tcptest.Seg) pseg {
+	return pseg{srcPort: s.SrcPort, dstPort: s.DstPort, seq: s.Seq, ack: s.Ack, flags: s.Flags, wnd: s.Wnd,
+		opts: s.Opts, payload: s.Payload}
+}
+
+// inject delivers s from the peer to the host, as if it came off the wire.
+func (h *segHarness) inject(s pseg) { h.host.Inject(s.seg()) }
 
 // injectRaw delivers s, letting mangle edit the TCP header bytes afterwards
 // (the checksum is recomputed after mangle unless mangle returns false).
 func (h *segHarness) injectRaw(s pseg, mangle func(header.TCP) bool) {
-	optLen := (len(s.opts) + 3) &^ 3
-	tcpLen := header.TCPMinimumSize + optLen
-	b := make([]byte, header.IPv4MinimumSize+tcpLen+len(s.payload))
-	ip := header.IPv4(b)
-	ip.Encode(&header.IPv4Fields{TotalLength: uint16(len(b)), TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
-		SrcAddr: tcpip.AddrFromSlice(peerAddr.AsSlice()), DstAddr: tcpip.AddrFromSlice(hostAddr.AsSlice())})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	th := header.TCP(b[header.IPv4MinimumSize:])
-	th.Encode(&header.TCPFields{SrcPort: s.srcPort, DstPort: s.dstPort, SeqNum: s.seq, AckNum: s.ack,
-		DataOffset: uint8(tcpLen), Flags: s.flags, WindowSize: s.wnd})
-	copy(th[header.TCPMinimumSize:], s.opts)
-	copy(th[tcpLen:], s.payload)
-	fix := true
-	if mangle != nil {
-		fix = mangle(th)
-	}
-	if fix {
-		th.SetChecksum(0)
-		xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(th)))
-		xsum = checksum.Checksum(th, xsum)
-		th.SetChecksum(^xsum)
-	}
-	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
-	h.link.InjectInbound(ipv4.ProtocolNumber, pkt)
-	pkt.DecRef()
+	h.host.InjectMangled(s.seg(), mangle)
 }
 
 // out returns every segment the host has sent since the last call.
 func (h *segHarness) out() []pseg {
 	var segs []pseg
-	for {
-		pkt := h.link.Read()
-		if pkt == nil {
-			return segs
-		}
-		v := pkt.ToView()
-		b := v.AsSlice()
-		ip := header.IPv4(b)
-		th := header.TCP(b[ip.HeaderLength():])
-		off := int(th.DataOffset())
-		segs = append(segs, pseg{
-			srcPort: th.SourcePort(), dstPort: th.DestinationPort(), seq: th.SequenceNumber(), ack: th.AckNumber(),
-			flags: th.Flags(), wnd: th.WindowSize(),
-			opts:    append([]byte(nil), th[header.TCPMinimumSize:off]...),
-			payload: append([]byte(nil), th[off:]...),
-		})
-		v.Release()
-		pkt.DecRef()
+	for _, s := range h.host.Out() {
+		segs = append(segs, fromSeg(s))
 	}
+	return segs
 }
 
 // one returns the single segment sent since the last call.
 func (h *segHarness) one() pseg {
 	h.t.Helper()
-	segs := h.out()
-	if len(segs) != 1 {
-		h.t.Fatalf("host sent %d segments, want 1: %+v", len(segs), segs)
-	}
-	return segs[0]
+	return fromSeg(h.host.One())
 }
 
 func (h *segHarness) none() {
 	h.t.Helper()
-	if segs := h.out(); len(segs) != 0 {
-		h.t.Fatalf("host sent %d segments, want none: %+v", len(segs), segs)
-	}
+	h.host.None()
 }
 
-func (h *segHarness) count(name string) uint64 { return h.reg.Snapshot()[name] }
+func (h *segHarness) count(name string) uint64 { return h.host.Count(name) }
 
 func (h *segHarness) listen(port uint16, backlog int) (tcpip.Endpoint, *waiter.Queue) {
 	h.t.Helper()
-	wq := new(waiter.Queue)
-	ep, err := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := ep.Bind(tcpip.FullAddress{Port: port}); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := ep.Listen(backlog); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(ep.Close)
-	return ep, wq
+	return h.host.Listen(port, backlog)
 }
 
 // synOptions builds a SYN's options: MSS, and optionally WS, SACK-permitted
 // and timestamps.
 func synOptions(mss uint16, ws int, sack bool, ts bool, tsVal uint32) []byte {
-	b := make([]byte, 40)
-	n := header.EncodeMSSOption(uint32(mss), b)
-	if ws >= 0 {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeWSOption(ws, b[n:])
-	}
-	if sack {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeSACKPermittedOption(b[n:])
-	}
-	if ts {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeTSOption(tsVal, 0, b[n:])
-	}
-	return b[:n]
+	return tcptest.SynOpts(mss, ws, sack, ts, tsVal)
 }
 
-func tsOption(val, ecr uint32) []byte {
-	b := make([]byte, 12)
-	n := header.EncodeNOP(b)
-	n += header.EncodeNOP(b[n:])
-	n += header.EncodeTSOption(val, ecr, b[n:])
-	return b[:n]
-}
+func tsOption(val, ecr uint32) []byte { return tcptest.TSOpt(val, ecr) }
 
 // conn is an established passive connection with the scripted peer's
 // sequence state.

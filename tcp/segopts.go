@@ -30,14 +30,29 @@ func (e *endpoint) tsVal() uint32 { return e.tsAt(e.now()) }
 // sparing a second clock read on the per-segment path.
 func (e *endpoint) tsAt(now time.Duration) uint32 { return uint32(now/time.Millisecond) + e.tsOffset }
 
+// echoBefore turns an ACK's timestamp echo into a send time: the segment
+// whose TSval it echoes left before the returned time, the end of that
+// millisecond tick. 0 means no usable echo (none, zero, or not one our clock
+// could have sent, as RFC 7323 §4.1's RTT sample also requires).
+func (e *endpoint) echoBefore(opts *header.TCPOptions, now time.Duration) time.Duration {
+	if !e.tsOK || !opts.TS || opts.TSEcr == 0 {
+		return 0
+	}
+	ago := int32(e.tsAt(now) - opts.TSEcr)
+	if ago < 0 || ago >= 600000 {
+		return 0
+	}
+	return max((now/time.Millisecond-time.Duration(ago)+1)*time.Millisecond, 0)
+}
+
 // synOptions encodes the options of our SYN or SYN-ACK: MSS always; window
 // scale, timestamps and SACK-permitted as offered (SYN) or agreed (SYN-ACK).
 func (e *endpoint) synOptions(dst []byte, synAck bool) []byte {
 	b := dst[:40]
 	n := header.EncodeMSSOption(uint32(e.ourMSS()), b)
-	offerWS := !e.p.opts.NoWindowScale && !e.cookie
-	offerTS := !e.p.opts.NoTimestamps && !e.cookie
-	offerSACK := !e.p.opts.NoSACK && !e.cookie
+	offerWS := !e.p.opts.NoWindowScale
+	offerTS := !e.p.opts.NoTimestamps
+	offerSACK := !e.p.opts.NoSACK
 	if synAck {
 		offerWS, offerTS, offerSACK = e.wsOK, e.tsOK, e.sackOK
 	}

@@ -110,8 +110,8 @@ func (e *endpoint) onReorderTimer() {
 	if reo > 0 {
 		e.tReo.arm(reo)
 	}
-	if lost > 0 && !e.inRecovery {
-		e.enterRecovery(now)
+	if lost > 0 && e.rec.OnLoss(e.sndUna, e.sndNxt) {
+		e.startedRecovery(now)
 	}
 	e.output()
 }
@@ -154,10 +154,10 @@ func (e *endpoint) onRetransmitTimer() {
 		e.tRtx.arm(e.est.RTO())
 		return
 	}
-	// The give-up budget counts only these timer retransmissions; ACK-clocked
-	// ones never spend it, and any progress refills it (onAck).
-	e.rtoAttempts++
-	if e.rtoAttempts > maxRTOAttempts || e.userTimeout > 0 && now-e.lastRecv > e.userTimeout {
+	// The give-up budget counts only these timer retransmissions (recovery's
+	// rto.go); ACK-clocked ones never spend it, and any progress refills it.
+	attempts := e.rec.OnRTO(e.sndUna, e.sndNxt, e.tsVal())
+	if attempts > maxRTOAttempts || e.userTimeout > 0 && now-e.lastRecv > e.userTimeout {
 		e.p.st.giveUps.Inc()
 		e.resetLocked(&tcpip.ErrTimeout{})
 		return
@@ -167,12 +167,6 @@ func (e *endpoint) onRetransmitTimer() {
 	e.q.OnRTO(now)
 	e.ctl.OnRTO(now, flight)
 	e.est.Backoff()
-	e.rtoEpisode = true
-	e.inRecovery = false
-	e.recoverPt = e.sndNxt
-	e.undoable = true
-	e.undoRetrans = 0
-	e.retransTS = e.tsVal()
 	e.q.SetInRecovery(true)
 	e.output()
 	// output may not have resent anything (card stop); the timer stays.
@@ -248,7 +242,7 @@ func (e *endpoint) armRetransmitTimer(sentNew bool) {
 // tail loss is still probed, at most one aggregation later, and the RTO
 // bounds the PTO as before.
 func (e *endpoint) armPTO() bool {
-	if !e.sackOK || e.inRecovery || e.rtoEpisode || !e.est.HasSample() {
+	if !e.sackOK || e.rec.InRecovery() || !e.est.HasSample() {
 		return false
 	}
 	segs := int(e.q.InFlight()) / max(e.smss, 1)
@@ -274,7 +268,25 @@ func (e *endpoint) armPersist() {
 	e.tPersist.arm(d)
 }
 
+// persistGiveUp ends a connection whose peer has left maxRTOAttempts probes
+// in a row unanswered, or been silent past the user timeout, as an
+// unanswered retransmission would (RFC 9293 §3.8.6.1 keeps probing while the
+// peer answers; a peer that answers nothing is gone, and RFC 9293 §3.8.3's R2
+// applies; Linux bounds probes by tcp_retries2 the same way). With a 1 s RTO
+// and the 60 s cap on the probe interval that is about 12 minutes. Any
+// acceptable ACK, a zero window included, refills the budget (onAck): a live
+// receiver that is slow to read is never cut off.
+func (e *endpoint) persistGiveUp(now time.Duration) bool {
+	if e.persistProbes < maxRTOAttempts && (e.userTimeout <= 0 || now-e.lastRecv <= e.userTimeout) {
+		return false
+	}
+	e.p.st.persistGiveUps.Inc()
+	e.resetLocked(&tcpip.ErrTimeout{})
+	return true
+}
+
 func (e *endpoint) onPersistTimer() {
+	now := e.now()
 	if !e.state.synchronized() || e.q.Outstanding() > 0 {
 		return
 	}
@@ -283,10 +295,14 @@ func (e *endpoint) onPersistTimer() {
 		e.output()
 		return
 	}
+	if e.persistGiveUp(now) { // control:persist-give-up
+		return
+	}
 	// Departure from RFC 9293 §3.8.6.1, which probes with a byte of new data:
 	// the probe is an ACK carrying the already-acknowledged SND.UNA-1, which
 	// the peer must answer with its window (§3.10.7.4) whatever that window
 	// is, and which puts nothing in flight. Linux probes the same way.
+	e.persistProbes++
 	if e.persistBackoff < 8 {
 		e.persistBackoff++
 	}

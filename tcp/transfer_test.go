@@ -248,10 +248,11 @@ func TestGrownWindowKeepsEveryOutOfOrderSegment(t *testing.T) {
 }
 
 // TestArmBOpensTheT14WindowFasterThanArmA is the arms' A/B on the t14 emulated
-// path (1 Gbit/s, 2 ms, one stretch ACK per 34 segments, a 256-slot
-// TX ring): arm A (RFC 5681 growth, the old card rule) has received under
-// 2 MB by 300 ms, arm B (HyStart++ L = 8, the half-window card rule) over
-// 15 MB, with no loss in either.
+// path (1 Gbit/s, 2 ms, a Wi-Fi peer's stretch ACKs of up to 34 segments, a
+// 256-slot TX ring): arm A (RFC 5681 growth, the old card rule) has received
+// under 3 MB by 300 ms (metal: 2.0-2.1), arm B (HyStart++ L = 8, the
+// half-window card rule) over 15 MB (metal: 23.9-25.4), with no loss in
+// either.
 func TestArmBOpensTheT14WindowFasterThanArmA(t *testing.T) {
 	got := map[cc.Arm]int64{}
 	for _, arm := range []cc.Arm{cc.ArmA, cc.ArmB} {
@@ -259,7 +260,6 @@ func TestArmBOpensTheT14WindowFasterThanArmA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.BtoA.AckAggCoalesce = true // one stretch ACK per 34 segments, as the peer sends
 		p := newVPair(t, cfg, tcp.Options{Arm: arm}, tcp.Options{}, 31)
 		by := p.receivedBy(t, 100*time.Millisecond, 300*time.Millisecond)
 		s := p.ra.Snapshot()
@@ -270,8 +270,8 @@ func TestArmBOpensTheT14WindowFasterThanArmA(t *testing.T) {
 		}
 		got[arm] = by[1]
 	}
-	if got[cc.ArmA] > 2e6 || got[cc.ArmB] < 15e6 {
-		t.Errorf("by 300 ms: A %d bytes (want < 2 MB), B %d bytes (want > 15 MB)", got[cc.ArmA], got[cc.ArmB])
+	if got[cc.ArmA] > 3e6 || got[cc.ArmB] < 15e6 {
+		t.Errorf("by 300 ms: A %d bytes (want < 3 MB), B %d bytes (want > 15 MB)", got[cc.ArmA], got[cc.ArmB])
 	}
 }
 

@@ -9,6 +9,12 @@
 # A control's header, before its first "diff --git", holds two lines:
 #   Control: <the defect it injects, one line>
 #   Target: <package, e.g. ./cc> <go test -run regexp>
+# The defect is a unified diff (git diff), or, sturdier against refactors, one
+# or more marker-anchored mutations (ci/controls/mutate) in the header:
+#   Mutate: <file> control:<name>     the file marks the spot with "// control:<name>"
+#   -<the line(s) to replace, found within 30 lines of the marker>
+#   +<their replacement>
+# Both may be used together; the mutations run after the diff.
 # Verdicts, one line a control:
 #   control NAME: RED as required
 #   control NAME: STILL GREEN — the test cannot catch: <Control line>
@@ -47,9 +53,22 @@ self_check() {
 	if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | grep -q '^control selfcheck-empty: STILL GREEN' &&
 		printf '%s\n' "$out" | grep -q '^controls: 0 red, 1 green'; then
 		echo "self-check: ok (an empty control is reported green and fails the run)"
+	else
+		echo "self-check: FAILED (an empty control must be reported STILL GREEN with a non-zero exit; exit was $rc)"
+		return 1
+	fi
+	# A mutation whose marker is nowhere must read as broken, not as red.
+	tmp=$(mktemp -d /tmp/netramp-controls-selfcheck.XXXXXX)
+	printf 'Control: nothing (a marker that does not exist)\nTarget: %s\nMutate: go.mod control:selfcheck-no-such-marker\n-module\n+module\n' "$target" >"$tmp/selfcheck-stale.patch"
+	out=$(CONTROLS_DIR="$tmp" "$here/run.sh" selfcheck-stale 2>&1)
+	rc=$?
+	rm -rf "$tmp"
+	printf '%s\n' "$out" | sed 's/^/  | /'
+	if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | grep -q '^control selfcheck-stale: BROKEN — the mutation does not apply'; then
+		echo "self-check: ok (a mutation without its marker is reported broken and fails the run)"
 		return 0
 	fi
-	echo "self-check: FAILED (an empty control must be reported STILL GREEN with a non-zero exit; exit was $rc)"
+	echo "self-check: FAILED (a mutation without its marker must be reported BROKEN with a non-zero exit; exit was $rc)"
 	return 1
 }
 
@@ -82,6 +101,13 @@ run_one() {
 	if grep -q '^diff --git ' "$patch"; then
 		if ! out=$(cd "$dir" && git apply --whitespace=nowarn "$patch" 2>&1); then
 			printf 'broken\tcontrol %s: BROKEN — the patch does not apply: %s\n' "$name" "$(printf '%s' "$out" | head -n1)" >"$result"
+			rm -rf "$dir"
+			return
+		fi
+	fi
+	if sed '/^diff --git /q' "$patch" | grep -q '^Mutate:'; then
+		if ! out=$("$mutator" "$patch" "$dir" 2>&1); then
+			printf 'broken\tcontrol %s: BROKEN — the mutation does not apply: %s\n' "$name" "$(printf '%s' "$out" | head -n1)" >"$result"
 			rm -rf "$dir"
 			return
 		fi
@@ -143,6 +169,11 @@ fi
 
 results=$(mktemp -d /tmp/netramp-controls.XXXXXX)
 trap 'rm -rf "$results"' EXIT
+mutator=$results/mutate
+if ! out=$(cd "$root" && go build -o "$mutator" ./ci/controls/mutate 2>&1); then
+	echo "controls: cannot build ci/controls/mutate: $out"
+	exit 1
+fi
 i=0
 for p in "${patches[@]}"; do
 	i=$((i + 1))

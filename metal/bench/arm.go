@@ -11,8 +11,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
+	"github.com/netramp/netramp/nic/wire"
 )
 
 // Timebases: an arm runs in virtual time (exact, repeatable) or real time.
@@ -35,6 +37,9 @@ type RowSpec struct {
 	Seed int64
 	// Progress, if set, is told when each connection starts (from 0).
 	Progress func(conn int)
+	// Late, if set, is given the lateness of the real-time wire a row ran
+	// on, once the row ends; arms on no such wire never call it.
+	Late func(wire.Lateness)
 }
 
 // Arm is one side of a comparison.
@@ -54,9 +59,11 @@ type Arm interface {
 
 // Definitions maps arm names to constructors. A definition string is one of:
 //
-//	A, B, P           this build's TCP in virtual time (RFC 5681 slow start; HyStart++; HyStart++ with pacing)
+//	A, B, P           this build's TCP in virtual time (the arm table, metal/arms)
+//	rt:A, rt:B, rt:P  the same TCP on the wire in real time, as the kernel's rows run
 //	gvisor            gVisor's own TCP on a real-time wire
-//	linux             the host kernel's TCP through a TAP device, where the host allows it
+//	linux[:<cc>]      the host kernel's TCP (cubic, or the congestion control named) on a
+//	                  real-time wire through nic/linuxpeer, where the host allows it
 //	loopback          the host kernel's TCP over 127.0.0.1, no path emulation (a self-check of the bench)
 //	rev:<git-rev>:<builtin>  a build of another revision of this repository, run as a subprocess arm
 //	boot:<command>    a command that boots an image whose source dials this host's sink
@@ -95,12 +102,16 @@ type ArmOptions struct {
 // Build makes the arm a definition names.
 func Build(name, def string, o ArmOptions) (Arm, error) {
 	switch {
-	case def == "A" || def == "B" || def == "P":
-		return newVirtualArm(def), nil
+	case arms.Is(def):
+		return newVirtualArm(def)
+	case strings.HasPrefix(def, "rt:"):
+		return newRealArm(strings.TrimPrefix(def, "rt:"))
 	case def == "gvisor":
 		return newGVisorArm(), nil
 	case def == "linux":
-		return newLinuxArm(), nil
+		return newLinuxArm("cubic"), nil
+	case strings.HasPrefix(def, "linux:") && len(def) > len("linux:"):
+		return newLinuxArm(strings.TrimPrefix(def, "linux:")), nil
 	case def == "loopback":
 		return &loopbackArm{}, nil
 	case strings.HasPrefix(def, "rev:"):
@@ -113,7 +124,7 @@ func Build(name, def string, o ArmOptions) (Arm, error) {
 	case strings.HasPrefix(def, "boot:"):
 		return newBootArm(name, strings.TrimPrefix(def, "boot:"), o.SinkAddr)
 	}
-	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
+	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, rt:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
 }
 
 // sortedKeys is for stable evidence.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
+	"github.com/netramp/netramp/nic/wire"
 )
 
 // benchArms are the arms the whole-bench test runs: this TCP's two arms in
@@ -166,10 +167,15 @@ func TestUnavailableArmMakesItsRulesNotJudged(t *testing.T) {
 func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
 	for _, dir := range []osbench.Direction{osbench.Upload, osbench.Download} {
 		// One connection alone, then three side by side: every connection of
-		// a row on this deterministic preset must report the same bytes.
+		// a row on this deterministic preset (no loss, no jitter: t14 has
+		// jitter) must report the same bytes.
 		var runs [2][]report.Conn
 		for i, n := range []int{1, 3} {
-			c, err := newVirtualArm("B").RunRow(context.Background(), RowSpec{Preset: "t14", Dir: dir, Bytes: 2_000_000, Conns: n, Seed: 3})
+			a, err := newVirtualArm("B")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := a.RunRow(context.Background(), RowSpec{Preset: "clean-lan", Dir: dir, Bytes: 2_000_000, Conns: n, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,25 +198,47 @@ func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
 	}
 }
 
-func TestLinuxArmCarriesARowWhereTheHostAllows(t *testing.T) {
-	a := newLinuxArm()
-	if why := a.Unavailable(); why != "" {
-		t.Skipf("Linux arm unavailable here: %s", why)
-	}
-	conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 2_000_000, Conns: 2, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(conns) != 2 {
-		t.Fatalf("%d connections", len(conns))
-	}
-	for _, c := range conns {
-		if c.Report.Bytes != 2_000_000 || c.Report.Version != osbench.Version {
-			t.Fatalf("report %+v", c.Report)
-		}
-		if _, ok := c.Counters["tcp.rto"]; !ok {
-			t.Errorf("no kernel counters: %v", c.Counters)
-		}
+// TestRealTimeArmsCarryARowOnTheWire runs a small row of each real-time
+// emulated arm on the real-time wire: the kernel's (where the host allows),
+// and ours. Every byte arrives, the arm's counters are recorded, and the
+// wire's lateness is handed to the runner. No timing is asserted.
+func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
+	for _, c := range []struct{ def, counter string }{
+		{"linux", "tcp.rto"}, {"linux:bbr", "tcp.rto"}, {"rt:B", "tcp.sent.bytes"},
+	} {
+		t.Run(c.def, func(t *testing.T) {
+			a, err := Build(c.def, c.def, ArmOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why := a.Unavailable(); why != "" {
+				t.Skipf("%s unavailable here: %s", c.def, why)
+			}
+			if a.Timebase() != Real {
+				t.Fatalf("time base %s, want %s", a.Timebase(), Real)
+			}
+			var late wire.Lateness
+			conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 2_000_000, Conns: 2, Seed: 1,
+				Late: func(l wire.Lateness) { late = l }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(conns) != 2 {
+				t.Fatalf("%d connections", len(conns))
+			}
+			for _, c2 := range conns {
+				if c2.Report.Bytes != 2_000_000 || c2.Report.Version != osbench.Version {
+					t.Fatalf("report %+v", c2.Report)
+				}
+				if _, ok := c2.Counters[c.counter]; !ok {
+					t.Errorf("no %s counter: %v", c.counter, c2.Counters)
+				}
+			}
+			if late.Frames == 0 {
+				t.Errorf("the wire's lateness was not reported")
+			}
+			t.Logf("%s: goodput %.1f MB/s; %v", c.def, conns[0].Report.GoodputMBps, late)
+		})
 	}
 }
 
@@ -312,13 +340,13 @@ func TestQEMUHookIsUnavailableWithoutAnImageFile(t *testing.T) {
 	}
 }
 
-// slowRealArm stands for a real-time emulated arm: it takes a while and
-// returns fixed records, so only the lateness rule decides its fate.
+// slowRealArm stands for a real-time emulated arm: its wire reports a p99
+// lateness of 1 ms and it returns fixed records, so only the lateness rule
+// decides its fate.
 type slowRealArm struct{ loopbackArm }
 
-func (slowRealArm) realTimeWire() bool { return true }
 func (s *slowRealArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
-	time.Sleep(50 * time.Millisecond)
+	spec.Late(wire.Lateness{Frames: 100, P50: time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond})
 	m := osbench.NewMeter(time.Unix(0, 0))
 	m.Add(time.Unix(0, 0), 1000)
 	m.Add(time.Unix(1, 0), 1000)
@@ -329,7 +357,7 @@ func TestLateRealTimeRowsAreShownButNotJudged(t *testing.T) {
 	for _, c := range []struct {
 		limit  time.Duration
 		status string
-	}{{time.Nanosecond, "NOT JUDGED"}, {time.Hour, "CONFIRMED"}} {
+	}{{999 * time.Microsecond, "NOT JUDGED"}, {time.Millisecond, "CONFIRMED"}} {
 		cfg := Config{Order: []string{"R", "S"}, Defs: Definitions{"R": "loopback", "S": "loopback"}, Bytes: 1, Conns: 1,
 			Rules: "p: R within 1000 of S on goodput\n", Evidence: t.TempDir(), NoPlot: true, LateLimit: c.limit}
 		var out bytes.Buffer
@@ -341,7 +369,7 @@ func TestLateRealTimeRowsAreShownButNotJudged(t *testing.T) {
 		if got := res.Verdicts[0].Status.String(); got != c.status {
 			t.Fatalf("limit %v: %s, want %s\n%s", c.limit, got, c.status, out.String())
 		}
-		if !strings.Contains(out.String(), "timer lateness p50") {
+		if !strings.Contains(out.String(), "wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames)") {
 			t.Fatalf("no lateness shown:\n%s", out.String())
 		}
 		if c.status == "NOT JUDGED" && (!strings.Contains(out.String(), "REJECTED for the verdict") || !strings.Contains(res.Verdicts[0].Detail, "ran late")) {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
 )
@@ -53,8 +54,9 @@ const QEMUCommand = `exec qemu-system-x86_64 -accel "${OSBENCH_QEMU_ACCEL:-tcg}"
  -append "console=ttyS0 panic=-1 quiet loglevel=4 no_timer_check osbench.sink=10.0.2.2:$OSBENCH_PORT osbench.dir=$OSBENCH_DIR osbench.bytes=$OSBENCH_BYTES osbench.conns=$OSBENCH_CONNS osbench.arm=$OSBENCH_ARM" \
  -netdev user,id=n0 -device e1000e,netdev=n0,romfile=`
 
-// qemuArms are the arms the QEMU image's source can run (boot:qemu:<arm>).
-var qemuArms = map[string]bool{"A": true, "B": true, "P": true, "gvisor": true}
+// qemuArm reports whether the QEMU image's source can run arm
+// (boot:qemu:<arm>): one of the table's, or gVisor's TCP.
+func qemuArm(arm string) bool { return arms.Is(arm) || arm == "gvisor" }
 
 // newBootArm builds boot:<command>; the command "qemu" or "qemu:<arm>" is
 // the QEMU hook running that arm (B when not named). The hook's sink listens
@@ -64,7 +66,7 @@ func newBootArm(name, command, sinkAddr string) (*bootArm, error) {
 	if command == "qemu" || strings.HasPrefix(command, "qemu:") {
 		a.qemu, a.command, a.arm = true, QEMUCommand, "B"
 		if arm, ok := strings.CutPrefix(command, "qemu:"); ok {
-			if !qemuArms[arm] {
+			if !qemuArm(arm) {
 				return nil, fmt.Errorf("%w: %s=boot:%s: the QEMU image runs arm A, B, P or gvisor", ErrUnknownArm, name, command)
 			}
 			a.arm = arm

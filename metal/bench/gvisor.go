@@ -22,15 +22,18 @@ var (
 	sinkAddr     = netip.AddrPortFrom(sinkPrefix.Addr(), 5201)
 )
 
-// gvisorArm is gVisor's own TCP on both ends of a wire in real time: its TCP
-// hands segments to processor goroutines, so virtual time cannot drive it.
+// gvisorArm is gVisor's own TCP on both ends of a wire in real time, on the
+// wire's releasing thread like every real-time arm: its TCP hands segments
+// to processor goroutines, so virtual time cannot drive it.
 type gvisorArm struct{}
 
 func newGVisorArm() Arm { return gvisorArm{} }
 
-func (gvisorArm) Unavailable() string           { return "" }
-func (gvisorArm) Timebase() string              { return Real }
-func (gvisorArm) PathName(preset string) string { return "wire preset " + preset + " (real time)" }
+func (gvisorArm) Unavailable() string { return "" }
+func (gvisorArm) Timebase() string    { return Real }
+func (gvisorArm) PathName(preset string) string {
+	return "wire preset " + preset + " (real time on its releasing thread)"
+}
 func (gvisorArm) Describe() map[string]string {
 	return map[string]string{"tcp": "gVisor netstack tcp: cubic, SACK, receive-buffer moderation, default buffer limits"}
 }
@@ -41,10 +44,11 @@ func (gvisorArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error
 		return nil, err
 	}
 	cfg.Seed = spec.Seed
-	w, err := wire.New(tcpip.NewStdClock(), cfg)
+	w, err := wire.NewRealTime(cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer w.Close()
 	src, err := stack.New(stack.Options{GVisorTCP: true, NICs: []stack.NIC{{Link: w.A(), Addr: sourcePrefix}}})
 	if err != nil {
 		return nil, err
@@ -72,7 +76,7 @@ func (gvisorArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error
 		}
 		return m
 	}
-	return runRealRow(ctx, spec,
+	conns, err := runRealRow(ctx, spec,
 		func() (net.Listener, error) { return dst.Listen(sinkAddr) },
 		func(ctx context.Context, _ string) (net.Conn, error) {
 			c, err := src.Dial(ctx, sinkAddr)
@@ -81,4 +85,8 @@ func (gvisorArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error
 			}
 			return c, nil
 		}, counters)
+	if spec.Late != nil {
+		spec.Late(w.Lateness())
+	}
+	return conns, err
 }

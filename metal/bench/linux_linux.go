@@ -9,28 +9,26 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
-	"gvisor.dev/gvisor/pkg/tcpip/header"
-
 	"github.com/netramp/netramp/metal/report"
+	"github.com/netramp/netramp/nic/linuxpeer"
 	"github.com/netramp/netramp/nic/netns"
-	"github.com/netramp/netramp/nic/tap"
 	"github.com/netramp/netramp/nic/wire"
 )
 
-// linuxArm is the host kernel's TCP at both ends of the emulated path: the
-// source in one network namespace, the sink in another, each namespace's
-// TUN device bridged by this process to one end of a real-time nic/wire.
-// Both kernels run CUBIC (set per socket; the host default may be another),
-// with buffer maxima raised and no cached path metrics between connections.
+// linuxArm is the host kernel's TCP at both ends of the emulated path:
+// the source in one network namespace, the sink in another, on the two
+// sides of a real-time nic/wire (nic/linuxpeer's Pair). Both kernels run the
+// congestion control named (set per socket; the host default may be
+// another), with buffer maxima raised and no cached path metrics between
+// connections.
 //
 // Departure from the preset: the kernel's own device queue stands for the
-// card, so the wire's TX ring model on the source side is off (TxRing 0).
-type linuxArm struct{}
+// card, so the wire's TX ring model is off on both sides (TxRing 0).
+type linuxArm struct{ cc string }
 
-func newLinuxArm() Arm { return linuxArm{} }
+func newLinuxArm(cc string) Arm { return linuxArm{cc} }
 
 func (linuxArm) Unavailable() string {
 	if err := netns.Check(); err != nil {
@@ -39,12 +37,11 @@ func (linuxArm) Unavailable() string {
 	return ""
 }
 
-func (linuxArm) Timebase() string   { return Real }
-func (linuxArm) realTimeWire() bool { return true }
+func (linuxArm) Timebase() string { return Real }
 func (linuxArm) PathName(preset string) string {
 	return "wire preset " + preset + " (real time on its releasing thread, TUN bridges, no TX-ring model)"
 }
-func (linuxArm) Describe() map[string]string {
+func (a linuxArm) Describe() map[string]string {
 	var u syscall.Utsname
 	rel := ""
 	if syscall.Uname(&u) == nil {
@@ -55,109 +52,33 @@ func (linuxArm) Describe() map[string]string {
 			rel += string(rune(c))
 		}
 	}
-	return map[string]string{"tcp": "Linux kernel " + rel + ", cubic per socket", "sysctls": strings.Join(linuxSysctls, "; ")}
+	return map[string]string{"tcp": "Linux kernel " + rel + ", " + a.cc + " per socket",
+		"sysctls": fmt.Sprintf("net.ipv4.tcp_rmem=4096 131072 %[1]d; net.ipv4.tcp_wmem=4096 16384 %[1]d; net.ipv4.tcp_no_metrics_save=1", linuxTCPMem)}
 }
 
-var linuxSysctls = []string{
-	"net.ipv4.tcp_rmem=4096 131072 33554432",
-	"net.ipv4.tcp_wmem=4096 16384 33554432",
-	"net.ipv4.tcp_no_metrics_save=1",
-}
+// linuxTCPMem is the kernels' tcp_rmem/tcp_wmem maximum.
+const linuxTCPMem = 32 << 20
 
-// tunBridge copies IP packets between a TUN device and one wire endpoint.
-type tunBridge struct {
-	dev *tap.Device
-	ep  *wire.Endpoint
-	wg  sync.WaitGroup
-	mu  sync.Mutex // serialises writes to the device
-}
-
-// DeliverFrame writes a packet the wire delivered to the device.
-func (b *tunBridge) DeliverFrame(frame []byte) {
-	b.mu.Lock()
-	_, _ = b.dev.Write(frame) // a refused write is a drop, as on a link
-	b.mu.Unlock()
-}
-
-// run reads the device and writes every IPv4 packet into the wire.
-func (b *tunBridge) run() {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, err := b.dev.Read(buf)
-			if err != nil {
-				return
-			}
-			if n < header.IPv4MinimumSize || header.IPVersion(buf[:n]) != header.IPv4Version {
-				continue
-			}
-			_ = b.ep.WriteFrame(buf[:n]) // refused frames are counted by the wire
-		}
-	}()
-}
-
-func (linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn, err error) {
+func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn, err error) {
 	cfg, err := wire.Preset(spec.Preset)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Seed = spec.Seed
+	cfg.NoTraceHash = true
 	cfg.AtoB.TxRing, cfg.BtoA.TxRing = 0, 0
-	w, err := wire.NewRealTime(cfg)
+	pr, err := linuxpeer.StartPair(ctx, linuxpeer.Config{Wire: cfg, CongestionControl: a.cc, TCPMem: linuxTCPMem})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("linux pair: %w", err)
 	}
-	var cleanup []func()
-	defer func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}()
-	side := func(tag, dev string, addr netip4, ep *wire.Endpoint) (*netns.NS, error) {
-		ns, err := netns.Create(tag)
-		if err != nil {
-			return nil, err
-		}
-		cleanup = append(cleanup, func() { _ = ns.Delete() })
-		if err := ns.DisableIPv6(); err != nil {
-			return nil, err
-		}
-		d, err := tap.Open(tap.Config{Name: dev, Netns: ns.Path(), TUN: true})
-		if err != nil {
-			return nil, err
-		}
-		if err := ns.SetupLink(netns.LinkConfig{Dev: dev, Addr: string(addr) + "/24"}); err != nil {
-			d.Close()
-			return nil, err
-		}
-		for _, kv := range linuxSysctls {
-			k, v, _ := strings.Cut(kv, "=")
-			if err := ns.Sysctl(k, v); err != nil {
-				d.Close()
-				return nil, err
-			}
-		}
-		b := &tunBridge{dev: d, ep: ep}
-		ep.AttachSink(b)
-		b.run()
-		cleanup = append(cleanup, func() { d.Close(); b.wg.Wait() })
-		return ns, nil
+	defer pr.Close()
+	if pr.B.Addr() != sinkAddr.Addr() {
+		return nil, fmt.Errorf("linux pair: sink at %v, want %v", pr.B.Addr(), sinkAddr.Addr())
 	}
-	dut, err := side("osb-src", "nrsrc0", netip4(sourcePrefix.Addr().String()), w.A())
-	if err != nil {
-		return nil, fmt.Errorf("linux source namespace: %w", err)
-	}
-	peer, err := side("osb-snk", "nrsnk0", netip4(sinkAddr.Addr().String()), w.B())
-	if err != nil {
-		return nil, fmt.Errorf("linux sink namespace: %w", err)
-	}
-	cleanup = append(cleanup, w.Close)
 	counters := func() map[string]uint64 {
 		m := map[string]uint64{}
-		for _, ns := range []*netns.NS{dut, peer} {
-			_ = ns.Do(func() error {
+		for _, k := range []*linuxpeer.Kernel{pr.A, pr.B} {
+			_ = k.Do(func() error {
 				b, err := os.ReadFile("/proc/thread-self/net/netstat")
 				if err != nil {
 					return err
@@ -174,39 +95,14 @@ func (linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn, 
 		}
 		return m
 	}
-	lc := net.ListenConfig{Control: cubic}
-	return runRealRow(ctx, spec,
-		func() (ln net.Listener, err error) {
-			err = peer.Do(func() error {
-				ln, err = lc.Listen(ctx, "tcp4", sinkAddr.String())
-				return err
-			})
-			return ln, err
-		},
-		func(ctx context.Context, addr string) (c net.Conn, err error) {
-			err = dut.Do(func() error {
-				d := net.Dialer{Control: cubic}
-				c, err = d.DialContext(ctx, "tcp4", addr)
-				return err
-			})
-			return c, err
-		}, counters)
-}
-
-type netip4 string
-
-// cubic sets the socket's congestion control to CUBIC (TCP_CONGESTION).
-func cubic(_, _ string, c syscall.RawConn) error {
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CONGESTION, "cubic")
-	}); err != nil {
-		return err
+	conns, err = runRealRow(ctx, spec,
+		func() (net.Listener, error) { return pr.B.Listen(sinkAddr.Port()) },
+		func(ctx context.Context, _ string) (net.Conn, error) { return pr.A.Dial(ctx, sinkAddr) },
+		counters)
+	if spec.Late != nil {
+		spec.Late(pr.Wire().Lateness())
 	}
-	if serr != nil {
-		return fmt.Errorf("setting cubic: %w", serr)
-	}
-	return nil
+	return conns, err
 }
 
 // parseNetstat reads the header and value lines of one /proc/net/netstat or

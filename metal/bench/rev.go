@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/report"
 )
 
@@ -50,8 +51,7 @@ func (a *revArm) Timebase() string {
 	if a.vt != "" {
 		return a.vt
 	}
-	switch a.inner {
-	case "A", "B", "P":
+	if arms.Is(a.inner) {
 		return Virtual
 	}
 	return Real

@@ -17,6 +17,7 @@ import (
 	"github.com/netramp/netramp/metal/judge"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
+	"github.com/netramp/netramp/nic/wire"
 )
 
 // DefaultOrder is the row order of the default bench: the kernel brackets
@@ -49,8 +50,8 @@ type Config struct {
 	Out      io.Writer
 	Progress io.Writer // a terminal for the progress line; nil = quiet
 	NoPlot   bool
-	// LateLimit rejects a real-time emulated row whose timers fired later
-	// than this at the 99th percentile; 0 = DefaultLateLimit.
+	// LateLimit rejects a real-time emulated row whose wire handed frames
+	// over later than this at the 99th percentile; 0 = DefaultLateLimit.
 	LateLimit time.Duration
 }
 
@@ -189,17 +190,11 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 		}
 		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: nb, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
 			Progress: func(c int) { prog.conn(c) }}
-		var probe *lateProbe
-		if rt, ok := a.(realTimeWire); ok && rt.realTimeWire() {
-			probe = startLateProbe()
-		}
+		var late *report.Lateness
+		spec.Late = func(l wire.Lateness) { late = rowLateness(l) }
 		conns, err := a.RunRow(ctx, spec)
-		if probe != nil {
-			l := probe.finish()
-			row.Note = fmt.Sprintf("timer lateness p50 %s, p99 %s, max %s (%d samples)", ms3(l.P50), ms3(l.P99), ms3(l.Max), l.Samples)
-			if l.P99 > cfg.lateLimit() {
-				row.Rejected = fmt.Sprintf("its real-time emulator ran late (timer p99 %s > %s)", ms3(l.P99), ms3(cfg.lateLimit()))
-			}
+		if late != nil {
+			judgeLateness(&row, late, cfg.lateLimit())
 		}
 		if err != nil {
 			row.Err = err.Error()

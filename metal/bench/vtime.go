@@ -12,14 +12,13 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/waiter"
 
-	"github.com/netramp/netramp/cc"
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
-	"github.com/netramp/netramp/tcp"
 )
 
 // VirtualHorizon bounds one connection in virtual time: a transfer still
@@ -31,21 +30,15 @@ var VirtualHorizon = 10 * time.Minute
 // exactly on any machine at any load. Each connection gets fresh stacks and
 // a fresh wire, so nothing one connection learnt carries into the next.
 type virtualArm struct {
-	def  string // A, B or P
-	opts tcp.Options
+	arm arms.Arm
 }
 
-func newVirtualArm(def string) Arm {
-	a := &virtualArm{def: def}
-	switch def {
-	case "A":
-		a.opts.Arm = cc.ArmA
-	case "P":
-		a.opts.Arm, a.opts.Pacing = cc.ArmB, true
-	default:
-		a.opts.Arm = cc.ArmB
+func newVirtualArm(name string) (Arm, error) {
+	a, err := arms.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnknownArm, err)
 	}
-	return a
+	return &virtualArm{a}, nil
 }
 
 func (a *virtualArm) Unavailable() string { return "" }
@@ -54,16 +47,7 @@ func (a *virtualArm) PathName(preset string) string {
 	return "wire preset " + preset + " (virtual time)"
 }
 func (a *virtualArm) Describe() map[string]string {
-	d := map[string]string{"tcp": "netramp tcp", "arm": a.def}
-	switch a.def {
-	case "A":
-		d["options"] = "Arm: A (RFC 5681 min(N, SMSS) slow start, card stop limited only under one SMSS of room)"
-	case "P":
-		d["options"] = "Arm: B, Pacing: true (HyStart++ with L = infinity)"
-	default:
-		d["options"] = "Arm: B (HyStart++ L = 8, half-window card rule)"
-	}
-	return d
+	return map[string]string{"tcp": "netramp tcp", "arm": a.arm.Name, "options": a.arm.Describe}
 }
 
 // RunRow runs the row's connections on up to GOMAXPROCS goroutines at once:
@@ -123,7 +107,7 @@ func (a *virtualArm) runConn(spec RowSpec, seed int64) (report.Conn, error) {
 	cfg.Seed = seed
 	cfg.NoTraceHash = true // the bench measures the ramp; determinism is pinned by the host tests
 	reg := counters.NewRegistry()
-	o := a.opts
+	o := a.arm.Options
 	o.Counters = reg
 	p, err := vtest.NewPair(cfg, o, o, seed)
 	if err != nil {

@@ -45,6 +45,16 @@ type Row struct {
 	// not use the row, though the table shows it.
 	Note     string
 	Rejected string
+	// Lateness, for a row on a real-time emulated path, is how late the
+	// emulator handed frames over; nil for other rows.
+	Lateness *Lateness `json:",omitempty"`
+}
+
+// Lateness is a real-time emulator's lateness over one row: frames handed
+// over, and the median, 99th percentile and maximum of how late they were.
+type Lateness struct {
+	Frames        uint64
+	P50, P99, Max time.Duration
 }
 
 // Goodput is the row's median connection goodput, MB/s.

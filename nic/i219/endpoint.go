@@ -46,9 +46,11 @@ type Config struct {
 	// Counters receives the nic.* counters; nil makes a private registry.
 	Counters *counters.Registry
 	// PollInterval is the pause between poll passes without an interrupt
-	// source, and the interrupt wait's timeout with one.
+	// source, and the interrupt wait's timeout with one; 0 means
+	// DefaultPollInterval.
 	PollInterval time.Duration
-	// PollBatch bounds the RX descriptors reaped per pass.
+	// PollBatch bounds the RX descriptors reaped per pass; 0 means
+	// DefaultPollBatch.
 	PollBatch int
 	// ManualPoll starts no goroutine: the caller calls Poll.
 	ManualPoll bool
@@ -83,10 +85,16 @@ func (c *Config) fill() error {
 	if c.Counters == nil {
 		c.Counters = counters.NewRegistry()
 	}
-	if c.PollInterval <= 0 {
+	if c.PollInterval < 0 {
+		return fmt.Errorf("%w: PollInterval = %v, want >= 0", ErrConfig, c.PollInterval)
+	}
+	if c.PollBatch < 0 {
+		return fmt.Errorf("%w: PollBatch = %d, want >= 0", ErrConfig, c.PollBatch)
+	}
+	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
-	if c.PollBatch <= 0 {
+	if c.PollBatch == 0 {
 		c.PollBatch = DefaultPollBatch
 	}
 	if c.TxHangTimeout == 0 {

@@ -2,6 +2,7 @@ package i219_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,6 +257,28 @@ func TestInitOrderFollowsIntel(t *testing.T) {
 			t.Fatalf("step %q missing after trace position %d", s.name, at)
 		}
 		at = i + 1
+	}
+}
+
+// TestBadConfigNamesTheField: every out-of-range Config field is an
+// ErrConfig naming it, not a silent default.
+func TestBadConfigNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		c     i219.Config
+	}{
+		{"RXDescriptors", i219.Config{RXDescriptors: -8}},
+		{"RXDescriptors", i219.Config{RXDescriptors: 12}},
+		{"TXDescriptors", i219.Config{TXDescriptors: 4104}},
+		{"PollInterval", i219.Config{PollInterval: -time.Millisecond}},
+		{"PollBatch", i219.Config{PollBatch: -1}},
+	} {
+		tc.c.ManualPoll = true
+		dev := fake.New(fake.Options{})
+		_, err := i219.Open(dev.Platform(), tc.c)
+		if !errors.Is(err, i219.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%+v: %v, want ErrConfig naming %s", tc.c, err, tc.field)
+		}
 	}
 }
 

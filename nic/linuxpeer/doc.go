@@ -1,17 +1,19 @@
-// Package linuxpeer makes the real Linux kernel's TCP a peer of a netramp
-// stack: a network namespace per run, a TAP device inside it, and a
-// userspace path emulator (rate, delay, loss, drop-tail queue) between the
-// TAP and a link endpoint that the stack in this process uses. A second mode
-// joins two namespaces, both ends kernel sockets, through the same emulator,
-// so a bench can measure the kernel's own ramp on the same emulated path.
+// Package linuxpeer makes the real Linux kernel's TCP a peer on nic/wire's
+// path: a network namespace per kernel, a TUN device inside it, and a
+// bridge that carries the device's IP packets to one end of a real-time
+// wire (wire.NewRealTime) and back. Start puts a stack in this process on
+// the wire's other end; StartPair puts a second kernel there, so a bench
+// measures the kernel's own ramp on the same path as its other arms.
 //
-// The host has no netem, so delay and loss are applied here; each frame's
-// lateness (release time versus schedule) is recorded so a bench can reject
-// a run on an overloaded machine. Addresses come from 198.18.0.0/15 (RFC
-// 2544 §C.2.2) and exist only inside the namespaces this package creates.
+// The package has no path model of its own: rate, delay, queues, loss, ACK
+// aggregation, statistics and the lateness of every frame are nic/wire's,
+// from the same wire.Config and presets as a virtual-time run. Addresses
+// come from 198.18.0.0/15 (RFC 2544 §C.2.2) and exist only inside the
+// namespaces this package creates.
 package linuxpeer
 
 import "errors"
 
-// ErrBadConfig reports a path, peer or ramp configuration that cannot be run.
+// ErrBadConfig reports a peer or ramp configuration that cannot be run; the
+// message names the field.
 var ErrBadConfig = errors.New("linuxpeer: bad config")

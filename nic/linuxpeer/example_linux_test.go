@@ -7,17 +7,18 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/netramp/netramp/nic/linuxpeer"
+	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 )
 
-// A stack in this process talks to the kernel's TCP over an emulated
-// 100 Mbit/s, 10 ms RTT path (root only).
+// A stack in this process talks to the kernel's TCP over nic/wire's pilot
+// preset in real time (root only).
 func ExampleStart() {
 	ctx := context.Background()
-	p, err := linuxpeer.Start(ctx, linuxpeer.Config{Path: linuxpeer.Symmetric(100e6, 10*time.Millisecond, 0)})
+	path, _ := wire.Preset("pilot")
+	p, err := linuxpeer.Start(ctx, linuxpeer.Config{Wire: path})
 	if err != nil {
 		fmt.Println(err) // errors.Is(err, netns.ErrUnsupported) when not root
 		return
@@ -34,14 +35,17 @@ func ExampleStart() {
 	r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
 		return s.Dial(ctx, netip.AddrPortFrom(p.Addr(), 5001))
 	}, ln, nil)
-	fmt.Println(r, err, p.Stats().Out.Lateness)
+	toKernel, _ := p.Wire().Stats()
+	fmt.Println(r, err, toKernel.Lateness)
 }
 
 // Both ends are kernel sockets, each in its own namespace: the bench's
-// Linux arm over the same emulated path.
+// Linux arm on the same wire as its other arms.
 func ExampleStartPair() {
 	ctx := context.Background()
-	pr, err := linuxpeer.StartPair(ctx, linuxpeer.Config{Path: linuxpeer.Symmetric(1e9, 2*time.Millisecond, 0)})
+	path, _ := wire.Preset("t14")
+	path.AtoB.TxRing = 0 // the kernel's device queue is its card
+	pr, err := linuxpeer.StartPair(ctx, linuxpeer.Config{Wire: path})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -52,5 +56,6 @@ func ExampleStartPair() {
 	r, err := linuxpeer.MeasureRamp(ctx, func(ctx context.Context) (net.Conn, error) {
 		return pr.A.Dial(ctx, netip.AddrPortFrom(pr.B.Addr(), 5001))
 	}, ln, nil)
-	fmt.Println(r, err, pr.Stats().Out.Lateness)
+	ab, _ := pr.Wire().Stats()
+	fmt.Println(r, err, ab.Lateness)
 }

@@ -16,16 +16,16 @@ func TestInteropLinuxKernelUnderLoss(t *testing.T) {
 	skipUnlessRoot(t)
 	for _, arm := range arms {
 		t.Run(arm.name, func(t *testing.T) {
-			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(200e6, 4*time.Millisecond, 0.01)})
+			p := startPeer(t, linuxpeer.Config{Wire: symmetric(200e6, 4*time.Millisecond, 0.01)})
 			s := newStack(t, p, arm.gvisor)
 			c, k, dl := stackDialsKernel(t, p, s, 5001, 60*time.Second)
 			start := time.Now()
 			exchange(t, c, k, 6<<20, dl)
 			info, _ := linuxpeer.TCPInfo(k)
-			st := p.Stats()
+			ab, ba := p.Wire().Stats()
 			t.Logf("6 MB each way in %v; lost %d→kernel, %d→stack; kernel retransmitted %d",
-				time.Since(start).Round(time.Millisecond), st.Out.LossDrops, st.In.LossDrops, info.Total_retrans)
-			if st.Out.LossDrops == 0 || st.In.LossDrops == 0 {
+				time.Since(start).Round(time.Millisecond), ab.DropLoss, ba.DropLoss, info.Total_retrans)
+			if ab.DropLoss == 0 || ba.DropLoss == 0 {
 				t.Error("the path lost nothing: recovery was not exercised")
 			}
 		})
@@ -33,20 +33,22 @@ func TestInteropLinuxKernelUnderLoss(t *testing.T) {
 }
 
 // TestInteropLinuxKernelThroughFullTxRing puts a 32-slot TX ring at
-// 1 Gbit/s in front of the stack, so its sender keeps meeting a full card,
+// 1 Gbit/s in front of the stack (on a 200 Mbit/s path), so its sender keeps meeting a full card,
 // and checks 16 MB each way arrives intact with the kernel.
 func TestInteropLinuxKernelThroughFullTxRing(t *testing.T) {
 	skipUnlessRoot(t)
 	for _, arm := range arms {
 		t.Run(arm.name, func(t *testing.T) {
-			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(1e9, 2*time.Millisecond, 0), TxRing: 32})
+			cfg := symmetric(200e6, 2*time.Millisecond, 0)
+			cfg.AtoB.TxRing, cfg.AtoB.LineRateBps = 32, 1e9
+			p := startPeer(t, linuxpeer.Config{Wire: cfg})
 			s := newStack(t, p, arm.gvisor)
 			c, k, dl := stackDialsKernel(t, p, s, 5001, 60*time.Second)
 			start := time.Now()
 			exchange(t, c, k, 16<<20, dl)
-			st := p.Stats()
-			t.Logf("16 MB each way in %v; writes refused at a full ring: %d", time.Since(start).Round(time.Millisecond), st.RingFull)
-			if st.RingFull == 0 {
+			ab, _ := p.Wire().Stats()
+			t.Logf("16 MB each way in %v; writes refused at a full ring: %d", time.Since(start).Round(time.Millisecond), ab.DropRing)
+			if ab.DropRing == 0 {
 				t.Log("the ring never filled: this run did not reach a card stop")
 			}
 		})

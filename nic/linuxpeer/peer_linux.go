@@ -13,162 +13,134 @@ import (
 
 	"github.com/netramp/netramp/nic/netns"
 	"github.com/netramp/netramp/nic/tap"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"github.com/netramp/netramp/nic/wire"
 )
 
-// Fixed link-layer identities: permanent neighbour entries need them, and
-// no ARP exchange then delays the first segment of a run.
+// Addresses on the test link: our stack (Peer) or kernel A (Pair) at Addr1,
+// the kernel (Peer) or kernel B (Pair) at Addr2.
 var (
-	MAC1  = net.HardwareAddr{0x02, 0x00, 0x5e, 0x00, 0x00, 0x01}
-	MAC2  = net.HardwareAddr{0x02, 0x00, 0x5e, 0x00, 0x00, 0x02}
-	Addr1 = netip.MustParseAddr("198.18.0.1") // our stack (Peer) or host A (Pair)
-	Addr2 = netip.MustParseAddr("198.18.0.2") // the kernel (Peer) or host B (Pair)
+	Addr1 = netip.MustParseAddr("198.18.0.1")
+	Addr2 = netip.MustParseAddr("198.18.0.2")
 )
 
 const prefixLen = 24
-const tapName = "nrpeer0"
+const tunName = "nrpeer0"
 
 // Config configures Start and StartPair.
 type Config struct {
-	Path Path
-	// MTU of the test link; 0 means 1500.
-	MTU int
+	// Wire is the path, run by wire.NewRealTime: AtoB carries frames from
+	// side A (our stack, or kernel A) to side B (the kernel, or kernel B).
+	// Its MTU is the test link's. A side the kernel feeds has no TX ring
+	// model, so its direction's TxRing must be 0: the kernel's own device
+	// queue stands for its card, and a TUN device cannot be told the ring
+	// is full.
+	Wire wire.Config
 	// CongestionControl is set on every kernel socket with TCP_CONGESTION
 	// and as the namespace default; "" means "cubic".
 	CongestionControl string
 	// TCPMem is the tcp_rmem/tcp_wmem maximum inside the namespaces; 0
 	// means 64 MiB.
 	TCPMem int
-	// SplitGSO (StartPair only) splits the kernel's GSO frames into
-	// MSS-sized frames before the emulator, so loss and the queue act per
-	// segment as on a wire; it costs about a core at 1 Gbit/s. Off, GSO
-	// frames cross whole.
-	SplitGSO bool
-	// Realtime runs the emulator's releasing threads SCHED_FIFO (root), so
-	// on a loaded machine frames leave on time more often. Off, they run at
-	// nice -10. Leave it off where the path has no rate limit: a releasing
-	// thread that never sleeps would then hold a core.
-	Realtime bool
-	// TxRing (Start only) models the stack's card: a ring of this many
-	// frames draining at LineRateBps (0 = Path.Out.RateBps) in front of
-	// the path. Link then implements nic.CreditLink with it and refuses
-	// writes when it is full. 0 means no card model.
-	TxRing      int
-	LineRateBps int64
 }
 
-func (c *Config) fill() error {
-	if c.MTU == 0 {
-		c.MTU = 1500
-	}
-	if c.MTU < 576 || c.MTU > 9000 {
-		return fmt.Errorf("%w: MTU %d outside 576..9000", ErrBadConfig, c.MTU)
-	}
+// fill applies the defaults and checks cfg; kernelSides names the wire
+// directions the kernel feeds.
+func (c *Config) fill(kernelSides ...string) error {
 	if c.CongestionControl == "" {
 		c.CongestionControl = "cubic"
 	}
 	if c.TCPMem == 0 {
 		c.TCPMem = 64 << 20
 	}
-	if c.TxRing < 0 || c.LineRateBps < 0 {
-		return fmt.Errorf("%w: TxRing %d and LineRateBps %d must be ≥ 0", ErrBadConfig, c.TxRing, c.LineRateBps)
-	}
 	if c.TCPMem < 1<<20 {
-		return fmt.Errorf("%w: TCPMem %d under 1 MiB", ErrBadConfig, c.TCPMem)
+		return fmt.Errorf("%w: TCPMem = %d, want 0 (64 MiB) or at least 1 MiB", ErrBadConfig, c.TCPMem)
 	}
-	if err := c.Path.Out.validate(); err != nil {
-		return err
+	if c.Wire.MTU != 0 && (c.Wire.MTU < 576 || c.Wire.MTU > 9000) {
+		return fmt.Errorf("%w: Wire.MTU = %d, want 0 (%d) or 576..9000", ErrBadConfig, c.Wire.MTU, wire.DefaultMTU)
 	}
-	return c.Path.In.validate()
+	for _, s := range kernelSides {
+		d := c.Wire.AtoB
+		if s == "BtoA" {
+			d = c.Wire.BtoA
+		}
+		if d.TxRing != 0 {
+			return fmt.Errorf("%w: Wire.%s.TxRing = %d, want 0: the kernel feeds that side, and its own device queue is its card",
+				ErrBadConfig, s, d.TxRing)
+		}
+	}
+	return nil
 }
 
-// PathStats is both directions of the emulator, and the stack's link.
-type PathStats struct {
-	Out, In DirStats
-	// RingFull counts packets the stack wrote while the modelled TX ring
-	// was full (Peer with TxRing only).
-	RingFull int64
+func (c *Config) mtu() int {
+	if c.Wire.MTU == 0 {
+		return wire.DefaultMTU
+	}
+	return int(c.Wire.MTU)
 }
 
-// Peer is the kernel in a namespace, reached from this process's stack
-// through Link and the emulator.
+// kernelOn makes a kernel in its own namespace at addr, with a TUN device
+// bridged to ep. On error nothing is left behind.
+func kernelOn(tag string, addr netip.Addr, cfg *Config, ep *wire.Endpoint) (*Kernel, *bridge, error) {
+	k, err := newKernel(tag, addr, cfg.CongestionControl, cfg.TCPMem)
+	if err != nil {
+		return nil, nil, err
+	}
+	dev, err := tap.Open(tap.Config{Name: tunName, Netns: k.ns.Path(), TUN: true})
+	if err != nil {
+		k.ns.Delete()
+		return nil, nil, err
+	}
+	if err := k.ns.SetupLink(netns.LinkConfig{Dev: tunName, MTU: cfg.mtu(), Addr: netip.PrefixFrom(addr, prefixLen).String()}); err != nil {
+		dev.Close()
+		k.ns.Delete()
+		return nil, nil, err
+	}
+	return k, attach(dev, ep), nil
+}
+
+// Peer is the kernel in a namespace on side B of a real-time wire, and side
+// A for the caller's stack.
 type Peer struct {
 	Kernel *Kernel
-	link   *Link
-	dev    *tap.Device
-	out    *pipe // stack → kernel
-	in     *pipe // kernel → stack
-	wg     sync.WaitGroup
+	w      *wire.Wire
+	br     *bridge
 	once   sync.Once
 	err    error
 }
 
-// Start creates the namespace, the TAP inside it and the emulator, and
-// returns once the kernel's side is up with its neighbour entry in place.
-// It needs root and /dev/net/tun (errors.Is(err, netns.ErrUnsupported)
-// otherwise). The caller's stack uses Link() with address LocalPrefix().
+// Start builds the wire, the namespace and the TUN device inside it, and
+// returns once the kernel's side is up. It needs root and /dev/net/tun
+// (errors.Is(err, netns.ErrUnsupported) otherwise). The caller's stack uses
+// Link() with address LocalPrefix().
 func Start(ctx context.Context, cfg Config) (*Peer, error) {
-	if err := cfg.fill(); err != nil {
+	if err := cfg.fill("BtoA"); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	k, err := newKernel("peer", Addr2, cfg.CongestionControl, cfg.TCPMem)
+	if err := netns.Check(); err != nil {
+		return nil, err
+	}
+	w, err := wire.NewRealTime(cfg.Wire)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
-	// No virtio-net header: the kernel segments and checksums before the
-	// TAP, so the emulator and the stack see wire-size frames.
-	dev, err := tap.Open(tap.Config{Name: tapName, Netns: k.ns.Path()})
+	k, br, err := kernelOn("peer", Addr2, &cfg, w.B())
 	if err != nil {
-		k.ns.Delete()
+		w.Close()
 		return nil, err
 	}
-	if err := k.ns.SetupLink(netns.LinkConfig{Dev: tapName, MAC: MAC2.String(), MTU: cfg.MTU,
-		Addr: netip.PrefixFrom(Addr2, prefixLen).String(), Peer: Addr1.String(), PeerMAC: MAC1.String()}); err != nil {
-		dev.Close()
-		k.ns.Delete()
-		return nil, err
-	}
-	p := &Peer{Kernel: k, dev: dev, link: newLink(uint32(cfg.MTU), tcpip.LinkAddress(MAC1), tcpip.LinkAddress(MAC2))}
-	pool := newBufPool()
-	p.out = newPipe(cfg.Path.Out, cfg.Path.Seed, 0, cfg.Realtime, pool, func(b []byte) error { _, err := dev.Write(b); return err })
-	p.in = newPipe(cfg.Path.In, cfg.Path.Seed+1, 0, cfg.Realtime, pool, p.link.deliver)
-	p.out.other, p.in.other = p.in, p.out
-	p.link.out = p.out
-	if cfg.TxRing > 0 {
-		line := cfg.LineRateBps
-		if line == 0 {
-			line = cfg.Path.Out.RateBps
-		}
-		p.link.card = newCard(cfg.TxRing, line)
-	}
-	p.wg.Add(1)
-	go func() { defer p.wg.Done(); readInto(dev, p.in, nil) }()
-	return p, nil
+	return &Peer{Kernel: k, w: w, br: br}, nil
 }
 
-// readInto reads frames from dev into the pipe until dev is closed; split,
-// if set, may turn one frame into several.
-func readInto(dev *tap.Device, p *pipe, split func(frame []byte, emit func(...[]byte)) bool) {
-	buf := make([]byte, dev.HeaderLen()+largeBuf)
-	for {
-		n, err := dev.Read(buf)
-		if err != nil {
-			return
-		}
-		if split != nil && split(buf[:n], p.submit) {
-			continue
-		}
-		p.submit(buf[:n])
-	}
-}
+// Link returns the wire's side A, the link endpoint the caller's stack
+// attaches as a NIC (it carries bare IP packets, as the kernel's TUN does).
+func (p *Peer) Link() *wire.Endpoint { return p.w.A() }
 
-// Link returns the link endpoint the caller's stack attaches as a NIC.
-func (p *Peer) Link() stack.LinkEndpoint { return p.link }
+// Wire returns the path: its Stats are both directions' counts and
+// lateness (AtoB towards the kernel).
+func (p *Peer) Wire() *wire.Wire { return p.w }
 
 // LocalPrefix is the address and prefix the caller's stack must use on Link.
 func (p *Peer) LocalPrefix() netip.Prefix { return netip.PrefixFrom(Addr1, prefixLen) }
@@ -189,130 +161,75 @@ func (p *Peer) Command(ctx context.Context, name string, args ...string) *exec.C
 	return p.Kernel.Command(ctx, name, args...)
 }
 
-// Stats returns the emulator's counts and lateness so far.
-func (p *Peer) Stats() PathStats {
-	return PathStats{Out: p.out.stats(), In: p.in.stats(), RingFull: p.link.ringFull.Load()}
-}
-
-// Close stops the emulator, closes the TAP and deletes the namespace (and
-// every socket left in it). Safe to call twice.
+// Close stops the wire, closes the TUN device and deletes the namespace
+// (and every socket left in it). Safe to call twice.
 func (p *Peer) Close() error {
 	p.once.Do(func() {
-		p.link.Close()
-		p.dev.Close()
-		p.wg.Wait()
-		if p.link.card != nil {
-			p.link.card.close()
-		}
-		p.out.close()
-		p.in.close()
+		p.br.close()
+		p.w.Close()
 		p.err = p.Kernel.ns.Delete()
 	})
 	return p.err
 }
 
-// Pair is two kernels, A and B, each in its own namespace, joined by TAPs
-// through the emulator: Path.Out carries A→B, Path.In B→A.
+// Pair is two kernels, A and B, each in its own namespace, on the two sides
+// of a real-time wire: Wire.AtoB carries A→B.
 type Pair struct {
-	A, B   *Kernel
-	devs   [2]*tap.Device
-	ab, ba *pipe
-	wg     sync.WaitGroup
-	once   sync.Once
-	err    error
+	A, B *Kernel
+	w    *wire.Wire
+	brs  []*bridge
+	once sync.Once
+	err  error
 }
 
-// StartPair builds both namespaces and the path. The TAPs carry the
-// virtio-net header with offloads on, so the kernels exchange GSO frames
-// and Go moves a few large frames instead of many small ones.
+// StartPair builds the wire and both namespaces.
 func StartPair(ctx context.Context, cfg Config) (*Pair, error) {
-	if err := cfg.fill(); err != nil {
+	if err := cfg.fill("AtoB", "BtoA"); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pr := &Pair{}
-	fail := func(err error) (*Pair, error) {
-		for _, d := range pr.devs {
-			if d != nil {
-				d.Close()
-			}
-		}
-		for _, k := range []*Kernel{pr.A, pr.B} {
-			if k != nil {
-				k.ns.Delete()
-			}
-		}
+	if err := netns.Check(); err != nil {
 		return nil, err
 	}
-	var err error
-	if pr.A, err = newKernel("a", Addr1, cfg.CongestionControl, cfg.TCPMem); err != nil {
-		return fail(err)
+	w, err := wire.NewRealTime(cfg.Wire)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
-	if pr.B, err = newKernel("b", Addr2, cfg.CongestionControl, cfg.TCPMem); err != nil {
-		return fail(err)
+	pr := &Pair{w: w}
+	var brA, brB *bridge
+	if pr.A, brA, err = kernelOn("a", Addr1, &cfg, w.A()); err != nil {
+		w.Close()
+		return nil, err
 	}
-	sides := []struct {
-		k            *Kernel
-		mac, peerMAC net.HardwareAddr
-		addr, peer   netip.Addr
-	}{{pr.A, MAC1, MAC2, Addr1, Addr2}, {pr.B, MAC2, MAC1, Addr2, Addr1}}
-	for i, s := range sides {
-		d, err := tap.Open(tap.Config{Name: tapName, Netns: s.k.ns.Path(), VnetHdr: true, Offload: true})
-		if err != nil {
-			return fail(err)
-		}
-		pr.devs[i] = d
-		if err := s.k.ns.SetupLink(netns.LinkConfig{Dev: tapName, MAC: s.mac.String(), MTU: cfg.MTU,
-			Addr: netip.PrefixFrom(s.addr, prefixLen).String(), Peer: s.peer.String(), PeerMAC: s.peerMAC.String()}); err != nil {
-			return fail(err)
-		}
+	pr.brs = append(pr.brs, brA)
+	if pr.B, brB, err = kernelOn("b", Addr2, &cfg, w.B()); err != nil {
+		pr.B = nil
+		pr.Close()
+		return nil, err
 	}
-	pool := newBufPool()
-	write := func(d *tap.Device) func([]byte) error {
-		return func(b []byte) error { _, err := d.Write(b); return err }
-	}
-	pr.ab = newPipe(cfg.Path.Out, cfg.Path.Seed, tap.VnetHdrLen, cfg.Realtime, pool, write(pr.devs[1]))
-	pr.ba = newPipe(cfg.Path.In, cfg.Path.Seed+1, tap.VnetHdrLen, cfg.Realtime, pool, write(pr.devs[0]))
-	pr.ab.other, pr.ba.other = pr.ba, pr.ab
-	var split func([]byte, func(...[]byte)) bool
-	if cfg.SplitGSO {
-		split = splitGSO
-	}
-	pr.wg.Add(2)
-	go func() { defer pr.wg.Done(); readInto(pr.devs[0], pr.ab, split) }()
-	go func() { defer pr.wg.Done(); readInto(pr.devs[1], pr.ba, split) }()
+	pr.brs = append(pr.brs, brB)
 	return pr, nil
 }
 
-var zeroVnet [tap.VnetHdrLen]byte
+// Wire returns the path between the two kernels.
+func (pr *Pair) Wire() *wire.Wire { return pr.w }
 
-// splitGSO emits each segment of a GSO frame with a plain virtio-net header
-// and reports whether it handled the frame. A frame it cannot parse passes
-// whole.
-func splitGSO(b []byte, emit func(...[]byte)) bool {
-	h, err := tap.DecodeVnetHdr(b)
-	if err != nil || h.GSOType == tap.VnetGSONone {
-		return false
-	}
-	err = tap.Segment(h, b[tap.VnetHdrLen:], header.EthernetMinimumSize, func(seg []byte) { emit(zeroVnet[:], seg) })
-	return err == nil
-}
-
-// Stats returns the emulator's counts and lateness so far (Out is A→B).
-func (pr *Pair) Stats() PathStats { return PathStats{Out: pr.ab.stats(), In: pr.ba.stats()} }
-
-// Close stops the emulator and deletes both namespaces. Safe to call twice.
+// Close stops the wire and deletes both namespaces. Safe to call twice.
 func (pr *Pair) Close() error {
 	pr.once.Do(func() {
-		for _, d := range pr.devs {
-			d.Close()
+		for _, b := range pr.brs {
+			b.close()
 		}
-		pr.wg.Wait()
-		pr.ab.close()
-		pr.ba.close()
-		pr.err = errors.Join(pr.A.ns.Delete(), pr.B.ns.Delete())
+		pr.w.Close()
+		var errs []error
+		for _, k := range []*Kernel{pr.A, pr.B} {
+			if k != nil {
+				errs = append(errs, k.ns.Delete())
+			}
+		}
+		pr.err = errors.Join(errs...)
 	})
 	return pr.err
 }

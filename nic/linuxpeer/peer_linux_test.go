@@ -14,6 +14,7 @@ import (
 	"github.com/netramp/netramp/nic/linuxpeer"
 	"github.com/netramp/netramp/nic/linuxpeer/peertest"
 	"github.com/netramp/netramp/nic/netns"
+	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 )
 
@@ -39,6 +40,13 @@ func startPeer(t *testing.T, cfg linuxpeer.Config) *linuxpeer.Peer {
 		}
 	})
 	return p
+}
+
+// symmetric is a path with the same rate, delay and loss both ways, rtt
+// split evenly.
+func symmetric(rateBps int64, rtt time.Duration, loss float64) wire.Config {
+	d := wire.Dir{RateBps: rateBps, Delay: rtt / 2, Loss: loss}
+	return wire.Config{AtoB: d, BtoA: d, Seed: 1}
 }
 
 // arms are the stacks interop runs against the kernel: gVisor's TCP (the
@@ -119,7 +127,7 @@ func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
 	const n = 64 << 20
 	for _, arm := range arms {
 		t.Run(arm.name, func(t *testing.T) {
-			p := startPeer(t, linuxpeer.Config{Path: linuxpeer.Symmetric(0, time.Millisecond, 0)})
+			p := startPeer(t, linuxpeer.Config{Wire: symmetric(0, time.Millisecond, 0)})
 			s := newStack(t, p, arm.gvisor)
 			out, err := p.Kernel.Command(context.Background(), "ip", "-4", "-o", "addr", "show").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), p.Addr().String()+"/24") {
@@ -156,9 +164,9 @@ func TestInteropLinuxKernel64MBEachWay(t *testing.T) {
 				exchange(t, k, c, n, dl)
 				t.Logf("%d MB each way in %v", n>>20, time.Since(start).Round(time.Millisecond))
 			})
-			st := p.Stats()
-			t.Logf("emulator out: %d frames, drops %d/%d/%d; %v", st.Out.Frames, st.Out.LossDrops, st.Out.QueueDrop, st.Out.Overflow, st.Out.Lateness)
-			t.Logf("emulator in:  %d frames, drops %d/%d/%d; %v", st.In.Frames, st.In.LossDrops, st.In.QueueDrop, st.In.Overflow, st.In.Lateness)
+			ab, ba := p.Wire().Stats()
+			t.Logf("wire to the kernel: %d frames, queue drops %d; %v", ab.DeliveredFrames, ab.DropQueue, ab.Lateness)
+			t.Logf("wire to the stack:  %d frames, queue drops %d; %v", ba.DeliveredFrames, ba.DropQueue, ba.Lateness)
 		})
 	}
 }

@@ -88,11 +88,15 @@ func New(dev *Device, o Options) (*Endpoint, error) {
 	if mtu == 0 {
 		mtu = 1500
 	}
+	// RFC 791's minimum datagram, and the largest a read buffer holds.
+	if mtu < 68 || mtu > 65535 {
+		return nil, fmt.Errorf("%w: MTU = %d, want 0 (1500) or within [68, 65535]", ErrBadConfig, o.MTU)
+	}
 	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
 	e.tx = txPath{writev: dev.tryWritev, sleep: time.Sleep, waitWritable: dev.waitWritable}
 	if !e.tun {
-		if len(o.MAC) != 6 {
-			return nil, fmt.Errorf("%w: TAP endpoint needs a 6-byte MAC, got %q", ErrBadConfig, o.MAC)
+		if len(o.MAC) != 6 || o.MAC[0]&1 != 0 {
+			return nil, fmt.Errorf("%w: MAC = %q, want a 6-byte unicast address for a TAP endpoint", ErrBadConfig, o.MAC)
 		}
 		e.mac = tcpip.LinkAddress(o.MAC)
 	}

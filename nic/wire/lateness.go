@@ -54,6 +54,18 @@ func (h *latHist) record(late time.Duration) {
 	}
 }
 
+// merge adds o's frames to h.
+func (h *latHist) merge(o *latHist) {
+	h.n += o.n
+	h.over100 += o.over100
+	h.over1ms += o.over1ms
+	h.sum += o.sum
+	h.max = max(h.max, o.max)
+	for i, c := range o.b {
+		h.b[i] += c
+	}
+}
+
 func (h *latHist) summary() Lateness {
 	l := Lateness{Frames: h.n, Max: h.max, Over100us: h.over100, Over1ms: h.over1ms}
 	if h.n > 0 {

@@ -10,8 +10,9 @@ import (
 // TestT14PresetIsTheT14Path drives the t14 preset in virtual time: a data
 // frame crosses the card and the bottleneck (12.304 µs each at 1 Gbit/s) and
 // 1 ms of propagation; the peer's per-segment ACKs come back as one stretch
-// ACK per 34 segments, the remainder's after the 20 ms hold; the 257th frame
-// of a burst is refused.
+// ACK per 34 segments, the remainder's 500 µs after the burst ends (not after
+// the 20 ms hold), each 1 ms plus up to 10 ms of medium wait later; the 257th
+// frame of a burst is refused.
 func TestT14PresetIsTheT14Path(t *testing.T) {
 	cfg, err := Preset("t14")
 	if err != nil {
@@ -37,8 +38,13 @@ func TestT14PresetIsTheT14Path(t *testing.T) {
 	if len(acked) != 4 || acked[0] != 33 || acked[1] != 67 || acked[2] != 101 || acked[3] != n-1 {
 		t.Fatalf("stretch ACKs for segments %v, want [33 67 101 %d]", acked, n-1)
 	}
-	if wait := r.a.got[3].at - r.b.got[3*34].at; wait < 20*time.Millisecond || wait > 21*time.Millisecond+100*time.Microsecond {
-		t.Fatalf("the last ACKs waited %v, want the 20 ms hold plus the path", wait)
+	for i, id := range acked[:3] {
+		if wait := r.a.got[i].at - r.b.got[id].at; wait < time.Millisecond || wait >= 11*time.Millisecond+ser {
+			t.Errorf("the ACK of segment %d took %v after it, want 1 ms of path plus a 0-10 ms wait", id, wait)
+		}
+	}
+	if wait := r.a.got[3].at - r.b.got[n-1].at; wait < 1500*time.Microsecond || wait >= 11500*time.Microsecond+ser {
+		t.Fatalf("the last ACKs took %v after the burst, want the 500 µs gap, 1 ms of path and a 0-10 ms wait", wait)
 	}
 
 	r2 := newRig(t, cfg)

@@ -33,7 +33,8 @@ func idOf(b []byte) uint32 {
 
 // TestWriteFrameReachesTheSinkInOrder: frames written as bytes (as from a
 // TUN device) cross the path and reach a FrameSink in order, in virtual time
-// as in real time; a real-time wire records each one's lateness. Real time
+// as in real time; a real-time wire records each one's lateness, and
+// Lateness counts both directions' frames. Real time
 // asserts no timing, only that everything arrives and is measured.
 func TestWriteFrameReachesTheSinkInOrder(t *testing.T) {
 	cfg := Config{AtoB: Dir{RateBps: 100e6, Delay: 2 * time.Millisecond}, BtoA: Dir{Delay: 2 * time.Millisecond}, Seed: 1}
@@ -50,17 +51,23 @@ func TestWriteFrameReachesTheSinkInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got frameLog
+		var got, back frameLog
 		w.B().AttachSink(&got)
-		const n = 150
+		w.A().AttachSink(&back)
+		const n, nBack = 150, 10
 		for i := uint32(0); i < n; i++ {
 			if terr := w.A().WriteFrame(data(i, 1000)); terr != nil {
 				t.Fatalf("WriteFrame %d: %v", i, terr)
 			}
 		}
+		for i := uint32(0); i < nBack; i++ {
+			if terr := w.B().WriteFrame(data(i, 100)); terr != nil {
+				t.Fatalf("WriteFrame back %d: %v", i, terr)
+			}
+		}
 		if realTime {
 			end := time.Now().Add(20 * time.Second)
-			for got.count() < n && time.Now().Before(end) {
+			for (got.count() < n || back.count() < nBack) && time.Now().Before(end) {
 				time.Sleep(time.Millisecond)
 			}
 		} else {
@@ -78,6 +85,9 @@ func TestWriteFrameReachesTheSinkInOrder(t *testing.T) {
 		a2b, _ := w.Stats()
 		if realTime != (a2b.Lateness.Frames == n) {
 			t.Errorf("real time %v: lateness of %d frames recorded", realTime, a2b.Lateness.Frames)
+		}
+		if both := w.Lateness(); realTime != (both.Frames == n+nBack) {
+			t.Errorf("real time %v: the wire's lateness covers %d frames, want both directions' %d", realTime, both.Frames, n+nBack)
 		}
 		if realTime {
 			t.Logf("real-time wire: %v (SCHED_FIFO %v)", a2b.Lateness, a2b.Lateness.SchedFIFO)

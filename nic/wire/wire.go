@@ -144,6 +144,7 @@ func (w *Wire) Stats() (aToB, bToA DirStats) {
 		if w.rt != nil {
 			d.stats.Lateness.SchedFIFO = w.rt.fifo
 			d.stats.Lateness.Spins = w.rt.spins
+			d.stats.Lateness.Batches = w.rt.batches
 		}
 	}
 	return w.dirs[0].stats, w.dirs[1].stats
@@ -172,6 +173,7 @@ const (
 	evDeliver                     // the frame reaches the far endpoint
 	evHoldExpire                  // held ACKs have waited AckAggHold
 	evNotify                      // run credit waiters registered with nothing in the ring
+	evGapCheck                    // the data direction may have been idle for AckAggGap
 )
 
 type eventHeap []*event
@@ -260,6 +262,9 @@ func (w *Wire) armLocked(at, now time.Duration) {
 func (w *Wire) fire() {
 	w.mu.Lock()
 	w.armed, w.inFire = false, true
+	if w.rt != nil {
+		w.rt.batches++
+	}
 	now := w.now()
 	var waiters []func()
 	for len(w.events) > 0 && w.events[0].at <= now {
@@ -281,6 +286,8 @@ func (w *Wire) fire() {
 			if ev.gen == d.holdGen && len(d.held) > 0 {
 				d.releaseLocked(ev.at)
 			}
+		case evGapCheck:
+			d.gapCheckLocked(ev.at)
 		case evDeliver:
 			w.outq = append(w.outq, work{dir: d, frame: ev.frame, at: ev.at})
 		}
@@ -356,6 +363,14 @@ func (w *Wire) deliverLocked(it work) {
 	d.ctr.add(&d.ctr.deliveredBytes, uint64(len(it.frame)))
 	w.traceLocked(it.at, d, TraceDeliver, it.frame)
 	w.pcapLocked(d.to.side, it.frame)
+	// The burst a data segment belongs to is under way before the peer
+	// answers it: an ACK it triggers must not pass as after an idle gap.
+	isData := false
+	if r := d.reverse; r.cfg.AckAggSegments > 0 {
+		if isData = classify(it.frame).data; isData {
+			r.dataDelivered(it.at)
+		}
+	}
 	w.mu.Unlock()
 
 	if sink != nil {
@@ -367,7 +382,7 @@ func (w *Wire) deliverLocked(it work) {
 	}
 
 	w.mu.Lock()
-	if r := d.reverse; r.cfg.AckAggSegments > 0 && classify(it.frame).data {
+	if r := d.reverse; r.cfg.AckAggSegments > 0 && isData {
 		r.dataSeen++
 		if r.dataSeen >= r.cfg.AckAggSegments {
 			r.dataSeen = 0
@@ -466,6 +481,13 @@ type direction struct {
 	flowKeys []flowKey // scratch for coalesce
 	holdGen  uint64
 	dataSeen int
+	lastData time.Duration // when the other direction last delivered data (AckAggGap)
+	sawData  bool
+	gapArmed bool // an evGapCheck is pending
+
+	// Jitter held for a period (JitterPeriod).
+	jitVal time.Duration
+	jitEnd time.Duration
 
 	stats DirStats
 	ctr   dirCounters
@@ -567,7 +589,7 @@ func (d *direction) writeLocked(frame []byte, now time.Duration) bool {
 // through the ACK aggregator, then the bottleneck.
 func (d *direction) admitLocked(frame []byte, t time.Duration) {
 	if d.cfg.AckAggSegments > 0 {
-		if classify(frame).pureAck {
+		if classify(frame).pureAck && !d.otherIdle(t) {
 			d.held = append(d.held, frame)
 			d.stats.AcksHeld++
 			d.ctr.add(&d.ctr.acksHeld, 1)
@@ -584,6 +606,55 @@ func (d *direction) admitLocked(frame []byte, t time.Duration) {
 		}
 	}
 	d.bottleneckLocked(frame, t)
+}
+
+// otherIdle reports whether, under AckAggGap, the other direction has
+// delivered no data segment for AckAggGap by t: an ACK then passes at once
+// (behind any still held), since the burst it answers has ended.
+func (d *direction) otherIdle(t time.Duration) bool {
+	return d.cfg.AckAggGap > 0 && (!d.sawData || t-d.lastData >= d.cfg.AckAggGap)
+}
+
+// dataDelivered notes a data segment delivered in the other direction at t
+// and makes sure a gap check is pending: one at a time, re-armed from the
+// latest delivery, so a long train costs one event per AckAggGap, not one
+// per segment.
+func (d *direction) dataDelivered(t time.Duration) {
+	if d.cfg.AckAggGap == 0 {
+		return
+	}
+	d.lastData, d.sawData = t, true
+	if !d.gapArmed {
+		d.gapArmed = true
+		d.w.pushLocked(d.w.eventLocked(t+d.cfg.AckAggGap, evGapCheck, d, nil), t)
+	}
+}
+
+// gapCheckLocked releases the held ACKs if the other direction has been idle
+// for AckAggGap at t, else checks again AckAggGap after its latest delivery.
+func (d *direction) gapCheckLocked(t time.Duration) {
+	if at := d.lastData + d.cfg.AckAggGap; at > t {
+		d.w.pushLocked(d.w.eventLocked(at, evGapCheck, d, nil), t)
+		return
+	}
+	d.gapArmed = false
+	if len(d.held) > 0 {
+		d.releaseLocked(t)
+	}
+}
+
+// jitterLocked draws the extra delay of a frame leaving the bottleneck at
+// dep: per frame, or once per JitterPeriod.
+func (d *direction) jitterLocked(dep time.Duration) time.Duration {
+	p := d.cfg.JitterPeriod
+	if p == 0 {
+		return time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
+	}
+	if dep >= d.jitEnd {
+		d.jitVal = time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
+		d.jitEnd = dep - dep%p + p
+	}
+	return d.jitVal
 }
 
 // releaseLocked sends every held ACK into the bottleneck, in order.
@@ -764,7 +835,7 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 	dup := d.cfg.Duplicate > 0 && d.rng.Float64() < d.cfg.Duplicate
 	arr := dep + d.cfg.Delay
 	if d.cfg.Jitter > 0 {
-		arr += time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
+		arr += d.jitterLocked(dep)
 	}
 	if !d.cfg.Reorder && arr < d.lastArrival {
 		arr = d.lastArrival

@@ -547,8 +547,13 @@ func TestNewRejectsInvalidConfigNamingTheField(t *testing.T) {
 		{"AtoB.Blackouts[1]", Config{AtoB: Dir{Blackouts: []Window{{0, 1}, {5, 2}}}}},
 		{"BtoA.AckAggSegments", Config{BtoA: Dir{AckAggSegments: -1}}},
 		{"BtoA.AckAggHold", Config{BtoA: Dir{AckAggHold: time.Millisecond}}},
+		{"BtoA.AckAggGap", Config{BtoA: Dir{AckAggGap: time.Millisecond}}},
+		{"BtoA.AckAggGap", Config{BtoA: Dir{AckAggSegments: 2, AckAggGap: -1}}},
+		{"AtoB.JitterPeriod", Config{AtoB: Dir{JitterPeriod: time.Millisecond}}},
+		{"AtoB.JitterPeriod", Config{AtoB: Dir{Jitter: time.Millisecond, JitterPeriod: -1}}},
 		{"AtoB.LineRateBps", Config{AtoB: Dir{LineRateBps: -1}}},
 		{"MTU", Config{MTU: 20}},
+		{"MTU", Config{MTU: 1 << 20}},
 	} {
 		_, err := New(tcpip.NewStdClock(), tc.cfg)
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.field) {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/tcp"
 )
@@ -84,22 +84,16 @@ func parseCmdline(line string) (params, error) {
 	return p, nil
 }
 
-// armOptions maps an arm name to the TCP the guest runs, as the bench's
-// built-in arms of the same names configure it: A is RFC 5681 slow start and
-// the old card rule, B HyStart++ (L = 8) and the half-window card rule, P B
-// with pacing; gvisor is gVisor's own TCP.
+// armOptions maps an arm name to the TCP the guest runs: an arm of the
+// table (metal/arms), as the bench's arms of the same names run it, or
+// gvisor, gVisor's own TCP.
 func armOptions(arm string) (o tcp.Options, gvisor bool, err error) {
-	switch arm {
-	case "A":
-		o.Arm = cc.ArmA
-	case "B":
-		o.Arm = cc.ArmB
-	case "P":
-		o.Arm, o.Pacing = cc.ArmB, true
-	case "gvisor":
+	if arm == "gvisor" {
 		return o, true, nil
-	default:
-		return o, false, errors.New("want A, B, P or gvisor")
 	}
-	return o, false, nil
+	a, err := arms.Lookup(arm)
+	if err != nil {
+		return o, false, fmt.Errorf("%w, or gvisor", err)
+	}
+	return a.Options, false, nil
 }

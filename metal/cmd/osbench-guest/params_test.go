@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/osbench"
 )
 
@@ -53,16 +53,17 @@ func TestCmdlineRefusesWhatTheRowCannotRun(t *testing.T) {
 }
 
 func TestArmsRunTheBenchsTCPConfigurations(t *testing.T) {
-	for arm, want := range map[string]struct {
-		arm    cc.Arm
-		pacing bool
-	}{"A": {cc.ArmA, false}, "B": {cc.ArmB, false}, "P": {cc.ArmB, true}} {
-		o, gv, err := armOptions(arm)
-		if err != nil || gv || o.Arm != want.arm || o.Pacing != want.pacing {
-			t.Errorf("arm %s: %+v gvisor=%v err=%v", arm, o, gv, err)
+	for _, name := range arms.Names() {
+		a, _ := arms.Lookup(name)
+		o, gv, err := armOptions(name)
+		if err != nil || gv || o.Arm != a.Options.Arm || o.Pacing != a.Options.Pacing {
+			t.Errorf("arm %s: %+v gvisor=%v err=%v, want the table's %+v", name, o, gv, err, a.Options)
 		}
 	}
 	if _, gv, err := armOptions("gvisor"); err != nil || !gv {
 		t.Errorf("gvisor: gvisor=%v err=%v", gv, err)
+	}
+	if _, _, err := armOptions("Q"); !errors.Is(err, arms.ErrUnknown) {
+		t.Errorf("Q: err = %v, want arms.ErrUnknown", err)
 	}
 }

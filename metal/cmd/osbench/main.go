@@ -2,6 +2,7 @@
 // default bench on the t14 preset and prints the table and the verdict:
 //
 //	osbench [flags]            the bench (see -h)
+//	osbench -suite parity      the parity suite: the kernel's TCP and A, B, P, all in real time on nic/wire
 //	osbench sink [flags]       an osbench-lan/3 sink on the kernel's TCP
 //	osbench source [flags]     an osbench-lan/3 source on the kernel's TCP
 //	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
@@ -21,6 +22,7 @@ import (
 	"github.com/netramp/netramp/metal/bench"
 	"github.com/netramp/netramp/metal/judge"
 	"github.com/netramp/netramp/metal/osbench"
+	"github.com/netramp/netramp/nic/wire"
 )
 
 func main() {
@@ -64,9 +66,9 @@ const (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench", flag.ContinueOnError)
-	preset := fs.String("preset", "t14", "nic/wire preset of the path (t14, pilot, pilot-2, pilot-5, clean-lan)")
+	preset := fs.String("preset", "t14", "nic/wire preset of the path ("+strings.Join(wire.PresetNames(), ", ")+")")
 	order := fs.String("arms", strings.Join(bench.DefaultOrder, ","), "arm names in row order")
-	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, gvisor, linux, loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu[:<arm>])")
+	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, rt:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu[:<arm>])")
 	conns := fs.Int("conns", defaultConns, "connections per row (their figures are averaged)")
 	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
 	armBytes := fs.String("arm-bytes", defaultArmBytes, "per-arm payload overrides Name=bytes,... (for slow real-time arms)")
@@ -75,8 +77,22 @@ func runBench(ctx context.Context, args []string) error {
 	evidence := fs.String("evidence", "", "evidence folder (default ./evidence/<UTC timestamp>)")
 	seed := fs.Int64("seed", 1, "base path seed (row i of each arm uses seed+i)")
 	noPlot := fs.Bool("no-plot", false, "skip the plot")
-	lateLimit := fs.Duration("late-limit", bench.DefaultLateLimit, "reject a real-time emulated row whose timers fire later than this at p99")
+	lateLimit := fs.Duration("late-limit", bench.DefaultLateLimit, "reject a real-time emulated row whose wire hands frames over later than this at p99")
+	suite := fs.String("suite", "", "run a suite instead (parity: every arm in real time on the parity paths; its rows, rules and sizes are the suite's)")
+	paths := fs.String("paths", "", "with -suite: only these of its paths (presets), comma-separated")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *suite != "" {
+		mk, ok := bench.Suites[*suite]
+		if !ok {
+			return fmt.Errorf("-suite %q: want parity", *suite)
+		}
+		sc := bench.Config{Seed: *seed, Evidence: *evidence, Repo: repoRoot(), Out: os.Stdout, NoPlot: *noPlot, LateLimit: *lateLimit}
+		if bench.IsTerminal(os.Stderr) {
+			sc.Progress = os.Stderr
+		}
+		_, err := bench.RunSuite(ctx, mk(), sc, splitList(*paths))
 		return err
 	}
 	d, err := osbench.ParseDirection(*dir)

@@ -47,6 +47,11 @@ type Seg struct {
 	// RetransInFlight: a retransmission sent since the segment was last
 	// marked lost is outstanding (it counts in pipe, RFC 6675 §4).
 	RetransInFlight bool
+
+	xmit       uint64 // send sequence number of the latest transmission (see sentAfter)
+	prev, next uint64 // neighbours in the send-order list (sendorder.go)
+	linked     bool   // in the send-order list
+	queued     bool   // in the lost queue (lostq.go)
 }
 
 // Len is End-Start.
@@ -63,6 +68,10 @@ type AckResult struct {
 	// acknowledged sooner than the minimum RTT after its retransmission.
 	SpuriousHint bool
 	Delivered    uint64 // bytes newly delivered: CumAcked not SACKed before, plus NewlySacked
+	// SpuriousBytes is the retransmitted bytes this ACK shows the peer
+	// already had: reported by a D-SACK, or by a timestamp echo older than
+	// the retransmission (RFC 3522). Each retransmission counts once.
+	SpuriousBytes uint64
 }
 
 // DupThresh is RFC 6675's duplicate threshold, used by RFC 8985 §6.2 step 4:
@@ -73,10 +82,6 @@ const DupThresh = 3
 // capped by SRTT, so a larger multiplier would change nothing.
 const maxReoMult = 64
 
-// recentRetx is how many retransmitted ranges are remembered for matching
-// D-SACKs to retransmissions.
-const recentRetx = 32
-
 // Queue is the retransmission queue. Not safe for concurrent use.
 type Queue struct {
 	segs    []Seg // live entries are segs[head:], sorted and contiguous
@@ -85,15 +90,23 @@ type Queue struct {
 
 	una, nxt uint64
 	started  bool
-	lastPush time.Duration
+	lastSend time.Duration
+	sendSeq  uint64 // transmissions so far: stamps each one's order
+
+	base        uint64 // id of segs[0]
+	first, last uint64 // ends of the send-order list
+	lostQ       []uint64
+	// visits counts segments looked at by the per-ACK paths (cumulative
+	// ACK, SACK marking, loss detection, the lost queue), so tests can
+	// show that cost follows what an ACK changes, not the queue's length.
+	visits uint64
 
 	sackedBytes, lostBytes, retxBytes uint64
 	sackedSegs                        int
 
 	// RACK state (RFC 8985 §6.1).
 	rackValid      bool
-	rackXmit       time.Duration
-	rackEnd        uint64
+	rackXmit       uint64 // send sequence number of RACK's segment
 	rackRTT        time.Duration
 	fack           uint64
 	minRTT         time.Duration
@@ -105,14 +118,12 @@ type Queue struct {
 	inRecovery     bool
 	lastSRTT       time.Duration
 
-	rtxHint uint64 // no retransmission candidate below this offset
-
 	// sacked lists the SACKed segments as merged, sorted ranges above
 	// SND.UNA, so a block repeated on every ACK costs O(log n) to skip,
 	// not one step per segment it covers.
 	sacked []Range
 
-	retxRing [recentRetx]Range
+	retxRing []retxRec // allocated on the first retransmission
 	retxN    int
 }
 
@@ -121,7 +132,7 @@ func New(maxSegs int) *Queue {
 	if maxSegs < 1 {
 		maxSegs = 1
 	}
-	return &Queue{maxSegs: maxSegs, reoMult: 1}
+	return &Queue{maxSegs: maxSegs, reoMult: 1, first: noID, last: noID}
 }
 
 func (q *Queue) live() []Seg { return q.segs[q.head:] }
@@ -177,8 +188,8 @@ func (q *Queue) Newest() (Seg, bool) {
 func (q *Queue) Segs(dst []Seg) []Seg { return append(dst, q.live()...) }
 
 // Push records newly sent data [start, end), which must continue the queue.
-// A send time earlier than the previous push's is taken as the previous's,
-// so first-send times never decrease along the queue.
+// A send time earlier than the previous send's is taken as the previous's,
+// so send times never decrease along the send-order list.
 func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
 	if end <= start {
 		return fmt.Errorf("%w: [%d, %d)", ErrEmptySegment, start, end)
@@ -191,20 +202,28 @@ func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
 	}
 	if !q.started {
 		q.started = true
-		q.una, q.fack, q.rtxHint = start, start, start
+		q.una, q.fack = start, start
 	}
-	if now < q.lastPush {
-		now = q.lastPush
-	}
-	q.lastPush = now
+	now = q.sent(now)
 	if q.head > 0 && q.head >= len(q.segs)/2 {
 		n := copy(q.segs, q.live())
 		q.segs = q.segs[:n]
+		q.base += uint64(q.head)
 		q.head = 0
 	}
-	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin})
+	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin, xmit: q.sendSeq})
+	q.link(q.idOf(q.Len() - 1))
 	q.nxt = end
 	return nil
+}
+
+// sent stamps a transmission at now: it returns the send time to record,
+// never earlier than the previous one, and advances the send sequence.
+func (q *Queue) sent(now time.Duration) time.Duration {
+	now = max(now, q.lastSend)
+	q.lastSend = now
+	q.sendSeq++
+	return now
 }
 
 // find is the index in live of the first segment with End > off.
@@ -221,14 +240,26 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	if i >= len(l) || l[i].Start != start {
 		return
 	}
+	id := q.idOf(i)
 	s := &l[i]
+	now = q.sent(now)
 	s.Retrans++
 	s.LastSent = now
+	s.xmit = q.sendSeq
 	if !s.RetransInFlight && !s.Sacked {
 		s.RetransInFlight = true
 		q.retxBytes += s.Len()
 	}
-	q.retxRing[q.retxN%recentRetx] = Range{Start: s.Start, End: s.End}
+	q.unlink(id)
+	if markable(s) {
+		q.link(id)
+	}
+	rec := retxRec{Range: Range{Start: s.Start, End: s.End}, at: now}
+	if len(q.retxRing) < recentRetx {
+		q.retxRing = append(q.retxRing, rec)
+	} else {
+		q.retxRing[q.retxN%recentRetx] = rec
+	}
 	q.retxN++
 }
 
@@ -245,18 +276,24 @@ func (q *Queue) SetInRecovery(in bool) {
 	q.inRecovery = in
 }
 
-// sentAfter is RFC 8985's RACK_sent_after: was (t1, e1) sent after (t2, e2)?
-func sentAfter(t1 time.Duration, e1 uint64, t2 time.Duration, e2 uint64) bool {
-	return t1 > t2 || (t1 == t2 && e1 > e2)
-}
+// sentAfter is RFC 8985's RACK_sent_after over send sequence numbers: was
+// transmission x1 sent after x2? A departure from RFC 8985 §6.2, which orders
+// by send time and breaks ties by sequence end: several transmissions share
+// an instant (one send opportunity, or ACKs that arrive together), and a
+// retransmission sent after higher-sequence new data in the same instant
+// would look older than that data, so RACK would mark it lost as soon as the
+// new data was delivered, while it is still queued. The stamp is the order
+// the time stands for, so every RFC rule keeps its meaning.
+func sentAfter(x1, x2 uint64) bool { return x1 > x2 }
 
 // delivery tracks the segments one ACK newly delivers.
 type delivery struct {
 	now        time.Duration
+	echo       time.Duration // the ACK answers a transmission sent before echo; 0 unknown
 	karnSent   time.Duration // newest never-retransmitted FirstSent
 	karn       bool
 	rackT      time.Duration // most recently sent segment that passes the RACK filter
-	rackE      uint64
+	rackX      uint64
 	rack       bool
 	minPlain   uint64 // lowest End among never-retransmitted segments
 	plain      bool
@@ -276,14 +313,23 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 		if !d.plain || end < d.minPlain {
 			d.minPlain, d.plain = end, true
 		}
+	} else if d.echo > 0 && s.LastSent >= d.echo {
+		// RFC 8985 §6.2 step 2, first condition (Karn, RFC 6298 §3): the
+		// timestamp echo is older than the latest transmission, so the ACK
+		// does not answer it. Not a RACK sample: taking one would make every
+		// earlier transmission still queued look lost. For a segment
+		// SACKed out of order the echo is the left edge's (RFC 7323 §4.3),
+		// so a SACKed retransmission is seldom a sample; RACK then learns
+		// from the never-retransmitted data sent after it.
+		return
 	} else if q.minRTT > 0 && d.now-s.LastSent < q.minRTT {
-		// RFC 8985 §6.2 step 2: acknowledged too soon to be for the
+		// Step 2, second condition: acknowledged too soon to be for the
 		// retransmission; the original arrived. Not a RACK sample.
 		d.spurious = true
 		return
 	}
-	if !d.rack || sentAfter(s.LastSent, end, d.rackT, d.rackE) {
-		d.rackT, d.rackE, d.rack = s.LastSent, end, true
+	if !d.rack || sentAfter(s.xmit, d.rackX) {
+		d.rackT, d.rackX, d.rack = s.LastSent, s.xmit, true
 	}
 }
 
@@ -291,8 +337,16 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 // blocks in the order received. Pass the first block even when it lies below
 // una: that is a D-SACK (RFC 2883), and it feeds reo_wnd's adaptation.
 func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
+	return q.OnAckEcho(una, sacks, now, 0)
+}
+
+// OnAckEcho is OnAck for an ACK whose timestamp echo (RFC 7323) says the
+// segment it answers was sent before echo (the end of the echoed clock tick);
+// 0 means no usable echo. The echo tells which transmission of a
+// retransmitted segment the ACK answers (RFC 8985 §6.2 step 2).
+func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) AckResult {
 	var res AckResult
-	d := delivery{now: now}
+	d := delivery{now: now, echo: echo}
 	if !q.started {
 		return res
 	}
@@ -307,12 +361,9 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 		if b0.Start < b0.End && (b0.Start < max(una, q.una) ||
 			(len(sacks) > 1 && sacks[1].Start <= b0.Start && b0.End <= sacks[1].End)) {
 			res.DSACK = true
-			for i := 0; i < recentRetx && i < q.retxN; i++ {
-				r := q.retxRing[i]
-				if r.Start < b0.End && b0.Start < r.End {
-					res.SpuriousHint = true
-				}
-			}
+			n := q.countDSACK(b0)
+			res.SpuriousBytes += n
+			res.SpuriousHint = n > 0 || q.retxOverlaps(b0)
 			sacks = sacks[1:]
 		}
 	}
@@ -321,8 +372,12 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 	if una > q.una {
 		res.CumAcked = una - q.una
 		l := q.live()
+		if len(l) > 0 {
+			res.SpuriousBytes += q.echoSpurious(&l[0], echo)
+		}
 		k := 0
 		for k < len(l) && l[k].Start < una {
+			q.visits++
 			s := &l[k]
 			end := s.End
 			if end > una {
@@ -348,16 +403,15 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 			if s.Sacked {
 				q.sackedSegs--
 			}
+			q.unlink(q.idOf(k))
 			*s = Seg{}
 			k++
 		}
 		q.head += k
 		q.una = una
 		q.trimSacked(una)
-		if q.rtxHint < una {
-			q.rtxHint = una
-		}
 		if q.Len() == 0 {
+			q.base += uint64(len(q.segs))
 			q.segs, q.head = q.segs[:0], 0
 		}
 	}
@@ -389,11 +443,13 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 				gapEnd = q.sacked[j].Start
 			}
 			for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
+				q.visits++
 				s := &l[i]
 				if s.Sacked || s.Start < b.Start || s.End > b.End {
 					continue
 				}
 				n := s.Len()
+				q.unlink(q.idOf(i))
 				s.Sacked = true
 				q.sackedBytes += n
 				q.sackedSegs++
@@ -437,8 +493,8 @@ func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
 	// RFC 8985 §6.2 step 2: RACK.xmit_ts, RACK.end_seq, RACK.rtt.
 	if d.rack {
 		q.rackRTT = now - d.rackT
-		if !q.rackValid || sentAfter(d.rackT, d.rackE, q.rackXmit, q.rackEnd) {
-			q.rackXmit, q.rackEnd, q.rackValid = d.rackT, d.rackE, true
+		if !q.rackValid || sentAfter(d.rackX, q.rackXmit) {
+			q.rackXmit, q.rackValid = d.rackX, true
 		}
 	}
 	// Step 3: a never-retransmitted segment delivered below the highest
@@ -494,39 +550,31 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 		return 0, 0
 	}
 	reo := q.ReoWnd(0)
-	l := q.live()
-	for i := 0; i < len(l); i++ {
-		s := &l[i]
-		// First-send times rise along the queue: once a segment was first
-		// sent after RACK's, so were all later ones.
-		if !sentAfter(q.rackXmit, q.rackEnd, s.FirstSent, s.End) {
+	// Walk the send-order list from its oldest transmission: send times
+	// rise along it, so the first segment not lost yet ends the walk.
+	for id := q.first; id != noID; {
+		s := q.at(id)
+		q.visits++
+		if !sentAfter(q.rackXmit, s.xmit) {
 			break
 		}
-		if s.Sacked {
-			// Jump to the last segment of this SACKed run.
-			if k := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End > s.Start }); k < len(q.sacked) {
-				i = q.find(q.sacked[k].End - 1) // the loop's i++ steps past it
-			}
-			continue
-		}
-		if s.Lost && !s.RetransInFlight {
-			continue
-		}
-		if !sentAfter(q.rackXmit, q.rackEnd, s.LastSent, s.End) {
-			continue
-		}
 		remaining := s.LastSent + q.rackRTT + reo - now
-		if remaining <= 0 {
-			newlyLost += s.Len()
-			q.markLost(s)
-		} else if reoTimer == 0 || remaining < reoTimer {
+		if remaining > 0 {
 			reoTimer = remaining
+			break
 		}
+		next := s.next
+		newlyLost += s.Len()
+		q.markLost(id)
+		id = next
 	}
 	return newlyLost, reoTimer
 }
 
-func (q *Queue) markLost(s *Seg) {
+// markLost marks segment id lost: out of the send-order list, into the lost
+// queue.
+func (q *Queue) markLost(id uint64) {
+	s := q.at(id)
 	if s.RetransInFlight {
 		s.RetransInFlight = false
 		q.retxBytes -= s.Len()
@@ -535,9 +583,8 @@ func (q *Queue) markLost(s *Seg) {
 		s.Lost = true
 		q.lostBytes += s.Len()
 	}
-	if s.Start < q.rtxHint {
-		q.rtxHint = s.Start
-	}
+	q.unlink(id)
+	q.queueLost(id)
 }
 
 // NextToRetransmit is the lowest segment marked lost and not retransmitted
@@ -545,15 +592,13 @@ func (q *Queue) markLost(s *Seg) {
 // its congestion window allows: every lost segment comes out in order, so a
 // recovery drains a whole hole per round trip, not one segment per timeout.
 func (q *Queue) NextToRetransmit() (Seg, bool) {
-	l := q.live()
-	for i := q.find(q.rtxHint); i < len(l); i++ {
-		s := &l[i]
-		if s.Lost && !s.RetransInFlight && !s.Sacked {
-			q.rtxHint = s.Start
-			return *s, true
+	for len(q.lostQ) > 0 {
+		q.visits++
+		if id := q.lostQ[0]; q.held(id) && waiting(q.at(id)) {
+			return *q.at(id), true
 		}
+		q.popLost()
 	}
-	q.rtxHint = q.nxt
 	return Seg{}, false
 }
 
@@ -576,15 +621,16 @@ func (q *Queue) OnRTO(now time.Duration) {
 			}
 		}
 		q.sacked = q.sacked[:0]
+		q.relink()
 	}
 	reo := q.ReoWnd(0)
 	for i := range l {
 		s := &l[i]
-		if s.Sacked || (s.Lost && !s.RetransInFlight) {
+		if !markable(s) {
 			continue
 		}
 		if i == 0 || !q.rackValid || s.LastSent+q.rackRTT+reo-now <= 0 {
-			q.markLost(s)
+			q.markLost(q.idOf(i))
 		}
 	}
 }
@@ -635,9 +681,9 @@ func (q *Queue) trimSacked(una uint64) {
 	for k < len(q.sacked) && q.sacked[k].End <= una {
 		k++
 	}
-	if k > 0 {
-		q.sacked = append(q.sacked[:0], q.sacked[k:]...)
-	}
+	// Reslice rather than copy: a cumulative ACK costs the ranges it
+	// passes, not the ones left; append reclaims the space when it grows.
+	q.sacked = q.sacked[k:]
 	if len(q.sacked) > 0 && q.sacked[0].Start < una {
 		q.sacked[0].Start = una
 	}
@@ -672,6 +718,7 @@ func (q *Queue) Truncate(end uint64) error {
 	}
 	for j := i; j < len(l); j++ {
 		s := &l[j]
+		q.unlink(q.idOf(j))
 		switch {
 		case s.Sacked:
 			q.sackedBytes -= s.Len()
@@ -697,8 +744,6 @@ func (q *Queue) Truncate(end uint64) error {
 		break
 	}
 	q.fack = min(q.fack, end)
-	q.rackEnd = min(q.rackEnd, end)
-	q.rtxHint = min(q.rtxHint, end)
 	return nil
 }
 
@@ -712,19 +757,28 @@ func (q *Queue) RetransmitRefused(prev Seg) {
 	if i >= len(l) || l[i].Start != prev.Start {
 		return
 	}
+	id := q.idOf(i)
 	s := &l[i]
 	if s.Retrans > 0 {
 		s.Retrans--
 	}
 	s.LastSent = prev.LastSent
+	s.xmit = prev.xmit
 	if s.RetransInFlight && !prev.RetransInFlight {
 		s.RetransInFlight = false
 		q.retxBytes -= s.Len()
 	}
-	if s.Lost {
-		q.rtxHint = min(q.rtxHint, s.Start)
+	q.unlink(id)
+	if markable(s) {
+		q.insertBySend(id)
+	}
+	if waiting(s) {
+		q.queueLost(id)
 	}
 	if q.retxN > 0 && q.retxRing[(q.retxN-1)%recentRetx].Start == s.Start {
 		q.retxN--
+		if q.retxN < recentRetx {
+			q.retxRing = q.retxRing[:q.retxN]
+		}
 	}
 }

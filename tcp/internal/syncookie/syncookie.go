@@ -6,9 +6,10 @@
 // index, so a forged or replayed-late cookie fails the check.
 //
 // Layout of the 32 bits: slot mod 4 (2 bits) | MSS index (3 bits) | hash (27 bits).
-// Window scale, SACK-permitted and timestamps are not encoded: the caller
-// carries them elsewhere (in the timestamp) or runs a connection completed
-// from a cookie without them, the cost RFC 4987 §3.6 names.
+// When the SYN offers timestamps, the peer's window scale and SACK-permitted
+// ride in the low bits of the SYN-ACK's TSval, which the ACK echoes (StampTS,
+// OptionsFromEcho), so a cookie connection keeps them; without timestamps it
+// runs with the MSS alone, the cost RFC 4987 §3.6 names.
 package syncookie
 
 import (
@@ -99,4 +100,55 @@ func (j *Jar) Check(id Tuple, peerISN uint32, cookie uint32, now time.Duration) 
 		}
 	}
 	return 0, false
+}
+
+// Options are what a cookie connection needs of the SYN beyond its MSS.
+type Options struct {
+	WS   int  // the peer's window scale shift, 0..14; -1 = none offered
+	SACK bool // the peer offered SACK-permitted
+}
+
+// The low optBits of a cookie SYN-ACK's TSval: a marker bit, SACK, and the
+// window scale in four bits (noWS = none).
+const (
+	optBits   = 6
+	optMask   = 1<<optBits - 1
+	optMarker = 1 << 5
+	optSACK   = 1 << 4
+	noWS      = 0xf
+)
+
+// StampTS returns the TSval of a cookie SYN-ACK: the timestamp clock tsNow
+// with its low bits replaced by o, moved back one step if that put it ahead,
+// so the connection's later TSvals never go back (RFC 7323 §5.4).
+func StampTS(tsNow uint32, o Options) uint32 {
+	bits := uint32(optMarker | noWS)
+	if o.WS >= 0 {
+		bits = optMarker | uint32(min(o.WS, 14))
+	}
+	if o.SACK {
+		bits |= optSACK
+	}
+	ts := tsNow&^optMask | bits
+	if int32(ts-tsNow) > 0 { // control:stamp-not-ahead
+		ts -= 1 << optBits
+	}
+	return ts
+}
+
+// OptionsFromEcho reads the options back from the TSecr of a cookie's ACK at
+// timestamp clock tsNow. An echo without the marker, from the future, or
+// older than a cookie lives is not ours: ok is false and the connection runs
+// with the MSS alone.
+func OptionsFromEcho(tsEcr, tsNow uint32) (o Options, ok bool) {
+	age := tsNow - tsEcr
+	if tsEcr&optMarker == 0 || int32(age) < 0 || age > uint32(2*Slot/time.Millisecond)+optMask {
+		return Options{WS: -1}, false
+	}
+	o.WS = int(tsEcr & noWS)
+	if o.WS == noWS {
+		o.WS = -1
+	}
+	o.SACK = tsEcr&optSACK != 0
+	return o, true
 }

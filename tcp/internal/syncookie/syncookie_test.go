@@ -71,3 +71,34 @@ func TestMSSIsEncodedAsTheLargestTableEntryNotAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionsRideInTheTimestamp: every window scale and SACK choice comes
+// back from the echo, the stamp never runs ahead of the clock nor more than
+// one step behind it, and echoes that are not ours carry nothing.
+func TestOptionsRideInTheTimestamp(t *testing.T) {
+	for _, now := range []uint32{0, 5, 63, 64, 1 << 31, 0xffffffff, 123456789} {
+		for ws := -1; ws <= 14; ws++ {
+			for _, sack := range []bool{false, true} {
+				o := Options{WS: ws, SACK: sack}
+				ts := StampTS(now, o)
+				if d := now - ts; d >= 2<<optBits {
+					t.Fatalf("StampTS(%d, %+v) = %d: %d behind the clock", now, o, ts, d)
+				}
+				got, ok := OptionsFromEcho(ts, now+1000)
+				if !ok || got != o {
+					t.Fatalf("echo of %+v at %d: %+v, %v", o, now, got, ok)
+				}
+			}
+		}
+	}
+	ts := StampTS(1000, Options{WS: 7, SACK: true})
+	for name, c := range map[string]struct{ ecr, now uint32 }{
+		"no marker":   {ts &^ optMarker, 2000},
+		"from future": {ts, ts - 1},
+		"too old":     {ts, ts + uint32(3*Slot/time.Millisecond)},
+	} {
+		if o, ok := OptionsFromEcho(c.ecr, c.now); ok || o.WS != -1 || o.SACK {
+			t.Errorf("%s: %+v, %v; want nothing", name, o, ok)
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package arms
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/netramp/netramp/cc"
+)
+
+// TestTableRunsTheDocumentedConfigurations pins what each arm runs: A is
+// RFC 5681 slow start, B HyStart++ with the half-window rule, P B with
+// pacing; anything else is refused by name.
+func TestTableRunsTheDocumentedConfigurations(t *testing.T) {
+	for name, want := range map[string]struct {
+		arm    cc.Arm
+		pacing bool
+	}{"A": {cc.ArmA, false}, "B": {cc.ArmB, false}, "P": {cc.ArmB, true}} {
+		a, err := Lookup(name)
+		if err != nil || a.Options.Arm != want.arm || a.Options.Pacing != want.pacing || a.Describe == "" {
+			t.Errorf("arm %s: %+v, %v", name, a, err)
+		}
+	}
+	if _, err := Lookup("Q"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("Lookup(Q) = %v, want ErrUnknown", err)
+	}
+	if got := Names(); len(got) != 3 || got[0] != "A" || got[1] != "B" || got[2] != "P" {
+		t.Errorf("Names() = %v", got)
+	}
+}

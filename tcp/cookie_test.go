@@ -1,0 +1,77 @@
+package tcp_test
+
+import (
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/tcp"
+)
+
+// TestSynCookieConnectionKeepsScaleSACKAndTimestamps: a connection completed
+// from a SYN cookie (the SYN queue full) still has window scaling, SACK and
+// timestamps, carried in the SYN-ACK's TSval, so it takes more than 64 KiB
+// in flight (issue 9: cookie connections ran with a 64 KiB window).
+func TestSynCookieConnectionKeepsScaleSACKAndTimestamps(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	l, _ := h.listen(80, 16) // SYN queue of 16
+	for i := 0; i < 16; i++ {
+		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
+			opts: synOptions(1460, 7, true, true, 1)})
+	}
+	h.out()
+	c := &conn{h: h, port: 80, peerNxt: 5000, peerTS: 900, ts: true}
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, flags: header.TCPFlagSyn, wnd: 65535,
+		opts: synOptions(1460, 7, true, true, c.peerTS)})
+	c.peerNxt++
+	ck := h.one()
+	if h.count("tcp.syn-cookies.sent") != 1 {
+		t.Fatal("the SYN did not get a cookie")
+	}
+	so := ck.synOpts()
+	c.hostNxt, c.hostTS = ck.seq+1, so.TSVal
+	// The completing ACK opens a scaled window of 1 MiB (8192 << 7).
+	c.h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 8192,
+		opts: tsOption(c.peerTS, c.hostTS)})
+	if h.count("tcp.syn-cookies.accepted") != 1 {
+		t.Fatal("cookie ACK not accepted")
+	}
+	ep, _, err := l.Accept(nil)
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	c.ep = ep
+
+	// 100 KiB in order with no reader: all of it fits the scaled window.
+	const n = 100 << 10
+	for sent := 0; sent < n; sent += 1000 {
+		c.send(header.TCPFlagAck, make([]byte, 1000))
+	}
+	var last pseg
+	for _, s := range h.out() {
+		last = s
+	}
+	if last.ack != c.peerNxt {
+		t.Fatalf("host acknowledged up to %d, want %d: the window held less than 100 KiB", last.ack, c.peerNxt)
+	}
+	if wnd := int(last.wnd) << 7; wnd <= 0 || last.tcpOpts().TS == false {
+		t.Errorf("last ACK: window %d bytes, options %+v; want a scaled window and a timestamp", wnd, last.tcpOpts())
+	}
+	// A hole: the ACK carries a SACK block for the segment past it.
+	c.peerNxt += 1000
+	c.send(header.TCPFlagAck, make([]byte, 1000))
+	if o := h.one().tcpOpts(); o.SACKBlocks == nil || uint32(o.SACKBlocks[0].Start) != c.peerNxt-1000 {
+		t.Errorf("out-of-order segment: options %+v, want a SACK block", o)
+	}
+	// The host reads the peer's window with its scale: the initial
+	// congestion window's ten segments go out, past the 8192 bytes an
+	// unscaled window would allow.
+	c.write(t, make([]byte, 200_000))
+	var bytes int
+	for _, s := range h.out() {
+		bytes += len(s.payload)
+	}
+	if bytes <= 8192 {
+		t.Errorf("host sent %d bytes into a 1 MiB scaled window, want its initial window", bytes)
+	}
+}

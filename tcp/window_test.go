@@ -1,0 +1,68 @@
+package tcp_test
+
+import (
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/tcp"
+)
+
+// TestAdvertisedRightEdgeNeverMovesLeft: with window scaling, every ACK's
+// right edge (ACK + window<<scale) is at or past the one before, while
+// in-order data of varied sizes fills the window with no reader and then
+// while the reader drains it (RFC 9293 §3.8.6, SHLD-14; issue 9 defect 4:
+// the edge was rounded from a moving RCV.NXT and fell back by up to 120
+// bytes).
+func TestAdvertisedRightEdgeNeverMovesLeft(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 2, true, false, 0))
+	const shift = 7                    // a 6 MiB buffer needs scale 7
+	edge := uint64(c.peerNxt) + 0xffff // the SYN-ACK's unscaled window
+	var acks uint64
+	check := func() {
+		for _, s := range h.out() {
+			if !s.has(header.TCPFlagAck) {
+				continue
+			}
+			e := uint64(s.ack) + uint64(s.wnd)<<shift
+			acks++
+			if e < edge {
+				t.Fatalf("ACK %d: right edge %d moved left of %d by %d (ack %d, wnd %d)", acks, e, edge, edge-e, s.ack, s.wnd)
+			}
+			edge = e
+		}
+	}
+	sizes := []int{1448, 1000, 1448, 700, 1448, 1448, 33, 1448}
+	i := 0
+	fill := func(reads, segs int) {
+		for n := 0; n < segs && edge > uint64(c.peerNxt); n++ {
+			n := min(sizes[i%len(sizes)], int(edge-uint64(c.peerNxt)))
+			i++
+			c.send(header.TCPFlagAck, make([]byte, n))
+			if reads > 0 && i%reads == 0 {
+				if _, err := c.read(t); err != nil {
+					t.Fatalf("read: %v", err)
+				}
+			}
+			check()
+		}
+	}
+	fill(0, 1<<20) // no reader: the window closes
+	if edge != uint64(c.peerNxt) {
+		t.Fatalf("window did not close: edge %d, next %d", edge, c.peerNxt)
+	}
+	for { // the reader drains it: window updates
+		if b, _ := c.read(t); len(b) == 0 {
+			break
+		}
+		check()
+	}
+	fill(3, 2000) // a reader and a writer: the window moves on
+	if acks < 500 {
+		t.Fatalf("only %d ACKs checked", acks)
+	}
+	if n := h.count("tcp.rcv.edge-retreats"); n != 0 {
+		t.Errorf("tcp.rcv.edge-retreats = %d, want 0 with the spare unspent", n)
+	}
+}
