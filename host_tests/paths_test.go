@@ -118,24 +118,19 @@ func TestSlowStartExitLosesLessThanATenthOfTheBDPWithStretchAcks(t *testing.T) {
 // segments (held up to 15 ms), no arm sends a tail loss probe: the PTO allows for the longest
 // ACK gap seen. Before the fix B sent 4 probes a connection on t14, A 8.
 func TestNoLossProbesOnLosslessStretchAckPaths(t *testing.T) {
-	// 100 Mbit/s, 4 ms RTT, an ACK per 16 segments held up to 15 ms, a
-	// queue deep enough that slow start ends by delay.
-	short := wire.Dir{RateBps: 100e6, Delay: 2 * time.Millisecond}
-	back := short
-	back.AckAggSegments, back.AckAggHold, back.AckAggCoalesce = 16, 15*time.Millisecond, true
-	short.QueueBytes = 1 << 20
+	short := shortStretchPath()
 	for _, p := range []struct {
 		name string
 		cfg  wire.Config
 		n    int64
 	}{
 		{"t14", preset(t, "t14"), 16 << 20},
-		{"100 Mbit/s 4 ms, an ACK per 16 segments", wire.Config{AtoB: short, BtoA: back, Seed: 7}, 16 << 20},
+		{"100 Mbit/s 4 ms, an ACK per 16 segments", short, 16 << 20},
 	} {
 		for _, a := range armsABP {
 			r := runPath(t, p.cfg, a, p.n, time.Minute, 50*time.Millisecond, 7)
 			s := r.res.Sender
-			t.Logf("%s, arm %s: %v, loss probes %d, drops %d, rto %d", p.name, a.name, r.res.Duration, s["tcp.loss-probes"], r.drops.Bytes, s["tcp.rto"])
+			t.Logf("%s, arm %s: %v, loss probes %d, drops %d, rto %d, css %d, resumed %d, exits %d", p.name, a.name, r.res.Duration, s["tcp.loss-probes"], r.drops.Bytes, s["tcp.rto"], s["tcp.hystart.css"], s["tcp.hystart.resumed"], s["tcp.hystart.exits"])
 			if r.drops.Bytes != 0 || s["tcp.retransmitted.bytes"] != 0 {
 				t.Fatalf("%s, arm %s: not lossless (drops %d, retransmitted %d)", p.name, a.name, r.drops.Bytes, s["tcp.retransmitted.bytes"])
 			}
@@ -143,5 +138,32 @@ func TestNoLossProbesOnLosslessStretchAckPaths(t *testing.T) {
 				t.Errorf("%s, arm %s: %d loss probes on a lossless path", p.name, a.name, got)
 			}
 		}
+	}
+}
+
+// shortStretchPath is 100 Mbit/s, 4 ms RTT, an ACK per 16 segments held up
+// to 15 ms, and a 1 MB queue, deep enough that slow start ends by delay.
+func shortStretchPath() wire.Config {
+	fwd := wire.Dir{RateBps: 100e6, Delay: 2 * time.Millisecond, QueueBytes: 1 << 20}
+	back := wire.Dir{RateBps: 100e6, Delay: 2 * time.Millisecond,
+		AckAggSegments: 16, AckAggHold: 15 * time.Millisecond, AckAggCoalesce: true}
+	return wire.Config{AtoB: fwd, BtoA: back, Seed: 7}
+}
+
+// TestHyStartExitsByRoundsWithStretchAcks pins issue 10 defect 8's second
+// path: with stretch, jittery ACKs (one per 16 segments, held 0-15 ms),
+// arm B (no early exit) enters CSS, counts its five rounds and hands over to
+// CUBIC with nothing lost: tcp.hystart.exits is 1, not a loss or a resume.
+func TestHyStartExitsByRoundsWithStretchAcks(t *testing.T) {
+	r := runPath(t, shortStretchPath(), armsABP[1], 16<<20, time.Minute, 4*time.Millisecond, 7)
+	s := r.res.Sender
+	t.Logf("arm B: css %d, entry rounds %d, resumed %d, exits %d at cwnd %d, drops %d",
+		s["tcp.hystart.css"], s["tcp.hystart.css.entry-rounds"], s["tcp.hystart.resumed"],
+		s["tcp.hystart.exits"], s["tcp.hystart.exit.cwnd.bytes"], r.drops.Bytes)
+	if s["tcp.hystart.css"] == 0 || s["tcp.hystart.exits"] != 1 {
+		t.Errorf("CSS entries %d, exits %d: want CSS entered and left by its rounds", s["tcp.hystart.css"], s["tcp.hystart.exits"])
+	}
+	if r.drops.Bytes != 0 || s["tcp.retransmitted.bytes"] != 0 {
+		t.Errorf("drops %d, retransmitted %d: the exit should come before any loss", r.drops.Bytes, s["tcp.retransmitted.bytes"])
 	}
 }
