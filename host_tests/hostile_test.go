@@ -3,6 +3,8 @@ package hosttests
 import (
 	"bytes"
 	"math/rand/v2"
+	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -240,5 +242,119 @@ func TestBlindSweepsOverTheWholeSequenceSpace(t *testing.T) {
 				t.Error("a blind RST was accepted")
 			}
 		})
+	}
+}
+
+// TestSynFloodAgainstASmallBacklog: 100,000 SYNs from spoofed addresses
+// reach a listener with a backlog of 8 over one second, while four real
+// clients connect and each send 256 KiB. The clients connect (SYN cookies
+// once the SYN queue is full, RFC 4987 §3.6) and their bytes arrive intact;
+// the flood costs the listener bounded memory, not memory per SYN.
+func TestSynFloodAgainstASmallBacklog(t *testing.T) {
+	const flood, clients, port = 100000, 4, 6000
+	a := newAttack(t, gigabit(), tcp.Options{}, tcp.Options{}, 61)
+	l, err := a.p.NewEndpoint(vtest.SideB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.EP.Bind(tcpip.FullAddress{Port: port}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.EP.Listen(8); err != nil {
+		t.Fatal(err)
+	}
+	a.tap[vtest.SideA].OnSend, a.tap[vtest.SideB].OnSend = nil, nil
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	sent := 0
+	synOpts := tcptest.SynOpts(1460, 7, true, true, 1)
+	a.every(100*time.Microsecond, func() bool {
+		for j := 0; j < 10 && sent < flood; j++ {
+			src := netip.AddrFrom4([4]byte{198, 18, 0, byte(3 + a.rng.IntN(250))})
+			s := tcptest.Seg{SrcPort: uint16(1024 + a.rng.IntN(60000)), DstPort: port, Seq: a.rng.Uint32(),
+				Flags: header.TCPFlagSyn, Wnd: 65535, Opts: synOpts}
+			a.tap[vtest.SideB].InjectSeg(src, vtest.AddrB, s)
+			sent++
+		}
+		return sent < flood
+	})
+	// The clients start once the SYN queue has filled.
+	a.p.Clock.RunFor(10 * time.Millisecond)
+	var cli, srv []*vtest.Conn
+	for i := 0; i < clients; i++ {
+		c, err := a.p.NewEndpoint(vtest.SideA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		switch e := c.EP.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(vtest.AddrB.AsSlice()), Port: port}); e.(type) {
+		case nil, *tcpip.ErrConnectStarted:
+		default:
+			t.Fatal(e)
+		}
+		cli = append(cli, c)
+	}
+	ok := a.p.Clock.RunUntil(func() bool {
+		for {
+			ep, wq, err := l.EP.Accept(nil)
+			if err != nil {
+				break
+			}
+			srv = append(srv, &vtest.Conn{EP: ep, WQ: wq})
+		}
+		return len(srv) == clients
+	}, a.p.Clock.Elapsed()+30*time.Second)
+	rb := a.p.B.Counters()
+	if !ok {
+		t.Fatalf("%d of %d clients accepted during the flood; B:%s", len(srv), clients, tcpCounters(rb))
+	}
+	// Accept order need not be connect order: pair them by port.
+	for i, c := range cli {
+		la, _ := c.EP.GetLocalAddress()
+		for j, s := range srv {
+			if ra, _ := s.EP.GetRemoteAddress(); ra.Port == la.Port {
+				srv[i], srv[j] = srv[j], srv[i]
+			}
+		}
+		defer srv[i].Close()
+	}
+	var sinks []*vtest.Sink
+	var sources []*vtest.Source
+	for i := range cli {
+		so, si := a.p.Start(cli[i], srv[i], 256<<10, int64(i))
+		sources, sinks = append(sources, so), append(sinks, si)
+	}
+	if err := a.p.Run(func() bool {
+		for _, si := range sinks {
+			if !si.Done() {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second); err != nil {
+		t.Fatalf("transfers during the flood: %v", err)
+	}
+	for i := range sinks {
+		if err := vtest.Check(sources[i], sinks[i], 256<<10); err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+	}
+	a.p.Clock.RunFor(2 * time.Second) // the rest of the flood
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d SYNs; heap grew %d KiB; B:%s", sent, grew>>10, tcpCounters(rb))
+	if sent != flood {
+		t.Fatalf("%d SYNs sent, want %d", sent, flood)
+	}
+	if counter(rb, "tcp.syn-cookies.sent") == 0 {
+		t.Error("no SYN cookies sent: the SYN queue never filled")
+	}
+	if grew > 32<<20 {
+		t.Errorf("heap grew %d MiB over a flood of %d SYNs: memory per SYN", grew>>20, flood)
 	}
 }

@@ -131,7 +131,7 @@ func (e *endpoint) Close() {
 	case StateSynRcvd, StateEstablished, StateCloseWait:
 		e.rdShut = true
 		linger := e.ops.GetLinger()
-		if e.rcvLen > 0 || linger.Enabled && linger.Timeout == 0 {
+		if e.rcvq.Len() > 0 || linger.Enabled && linger.Timeout == 0 {
 			e.resetLocked(&tcpip.ErrConnectionAborted{})
 			break
 		}

@@ -90,7 +90,6 @@ func (e *endpoint) initConn() {
 		max = 0xffff
 	}
 	e.tuner = autotune.New(e.rcvBuf, max)
-	e.rcvRing = make([]byte, e.rcvBuf+e.rcvSpare(e.rcvBuf))
 	if o.Credit != nil && e.route != nil {
 		e.credit = o.Credit(e.route.NICID())
 	}

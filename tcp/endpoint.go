@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/ports"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
@@ -13,6 +14,7 @@ import (
 	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/tcp/internal/autotune"
 	"github.com/netramp/netramp/tcp/internal/pacer"
+	"github.com/netramp/netramp/tcp/internal/rcvbuf"
 	"github.com/netramp/netramp/tcp/internal/reasm"
 	"github.com/netramp/netramp/tcp/internal/recovery"
 	"github.com/netramp/netramp/tcp/internal/rtt"
@@ -144,16 +146,15 @@ type endpoint struct {
 	nodelay     bool
 	cork        bool
 	sackScratch []rtxq.Range
+	sackIn      [4]header.SACKBlock // the inbound segment's SACK blocks (parseOptions)
 
 	// receive side
 	irs         uint32
 	rcvNxt      uint64
-	rcvAdv      uint64 // right edge advertised on the wire (never moves left: RFC 9293 §3.8.6.2.1)
-	rcvPromise  uint64 // the edge before scaling rounds it up
-	rcvBuf      int    // current receive buffer (autotuned)
-	rcvRing     []byte
-	rcvHead     int
-	rcvLen      int
+	rcvAdv      uint64       // right edge advertised on the wire (never moves left: RFC 9293 §3.8.6.2.1)
+	rcvPromise  uint64       // the edge before scaling rounds it up
+	rcvBuf      int          // current receive buffer (autotuned)
+	rcvq        rcvbuf.Queue // in-order bytes not yet read
 	ooo         *reasm.Store
 	tuner       *autotune.Tuner
 	rcvRTT      autotune.RcvRTT // receiver-side RTT estimate, for autotuning
@@ -287,7 +288,7 @@ func (e *endpoint) readinessLocked() waiter.EventMask {
 		}
 	case StateSynSent, StateSynRcvd:
 	default:
-		if e.rcvLen > 0 || e.finRcvd || e.rdShut {
+		if e.rcvq.Len() > 0 || e.finRcvd || e.rdShut {
 			r |= waiter.ReadableEvents
 		}
 		if e.wrShut || e.sbuf.Free() > 0 {

@@ -1,10 +1,58 @@
 package tcp
 
-import gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+import (
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// Hooks for the allocation tests (alloc_test.go). Each runs one step of the
+// data path under the endpoint's lock and releases what the step queued to
+// send without writing it, so that what they measure is this package's work
+// per segment, not gVisor's network layer below it.
+
+// BuildSegment builds the first segment of the send queue, full-sized, as
+// the sender builds every data segment, and releases it.
+func BuildSegment(ep tcpip.Endpoint) {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	n := uint64(min(e.maxPayload(), e.sbuf.Len()))
+	e.sendData(e.sndUna, e.sndUna+n, false, nil)
+	e.dropOutbox()
+	e.unlock()
+}
+
+// Deliver hands the endpoint one inbound segment as HandlePacket does and
+// releases what it answers (ACKs, new data, retransmissions).
+func Deliver(ep tcpip.Endpoint, pkt *stack.PacketBuffer) {
+	e := ep.(*endpoint)
+	s, ok := e.p.parse(pkt)
+	if !ok {
+		panic("tcp: Deliver: a malformed segment")
+	}
+	e.mu.Lock()
+	e.handleSegment(&s)
+	if e.ackNow && e.state.synchronized() {
+		e.sendAck()
+	}
+	e.dropOutbox()
+	e.unlock()
+}
+
+func (e *endpoint) dropOutbox() {
+	for i := range e.outbox {
+		e.outbox[i].pkt.DecRef()
+		e.outbox[i] = outSeg{}
+	}
+	e.outbox = e.outbox[:0]
+}
+
+// ParseOptions is the inbound option parser of a fresh endpoint.
+func ParseOptions(b []byte) header.TCPOptions { return new(endpoint).parseOptions(b) }
 
 // SetChallengeLimit sets the stack-wide challenge-ACK limit per second of
 // s's netramp TCP, so a test reaches it with a few connections.
-func SetChallengeLimit(s *gstack.Stack, perSecond int) {
+func SetChallengeLimit(s *stack.Stack, perSecond int) {
 	p := s.TransportProtocolInstance(ProtocolNumber).(*protocol)
 	p.challenges.limit = perSecond
 	p.challenges.max = 0

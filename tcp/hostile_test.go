@@ -185,3 +185,31 @@ func TestReorderedSegmentPassesPAWSAndTSRecentNeverMovesBack(t *testing.T) {
 		t.Fatalf("read %d bytes %q..., want the three segments in order", len(b), b[:min(len(b), 8)])
 	}
 }
+
+// TestEveryFlagByteInEveryState: a segment with each of the 256 flag bytes,
+// at the sequence numbers the endpoint expects, reaches an endpoint in each
+// state the harness can reach. Nothing panics or hangs (every timer runs
+// out afterwards), and in a synchronized state a segment with none of ACK,
+// SYN and RST is a counted drop (RFC 9293 §3.10.7.4: no ACK bit, drop).
+func TestEveryFlagByteInEveryState(t *testing.T) {
+	payload := []byte("0123456789")
+	for si, st := range fuzzStates {
+		t.Run(st.String(), func(t *testing.T) {
+			for f := 0; f < 256; f++ {
+				flags := header.TCPFlags(f)
+				h := newFzHarness(t)
+				if !h.reach(st) {
+					t.Fatalf("harness could not reach %v", st)
+				}
+				before := h.h.Count("tcp.drops.state")
+				h.inject(fzSegment(h.peerNxt, h.ourNxt, flags, 65535, fzAckOptions(h.tsVal), payload))
+				h.drain()
+				synced := si >= 2 // past LISTEN and SYN-SENT
+				if synced && flags&(header.TCPFlagAck|header.TCPFlagSyn|header.TCPFlagRst) == 0 && h.h.Count("tcp.drops.state") == before {
+					t.Errorf("%v, flags %#02x: segment without ACK not counted as a drop", st, f)
+				}
+				h.close() // runs every timer out
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@
 package tcp
 
 import (
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -86,7 +87,7 @@ func (e *endpoint) handleSegment(s *segment) {
 	}
 	e.lastRecv = now
 	e.kaProbes = 0
-	opts := header.ParseTCPOptions(s.opts)
+	opts := e.parseOptions(s.opts)
 
 	// Sequence number checks, PAWS first (RFC 7323 §5.3).
 	segOff, ok := unwrap(e.irs, e.rcvNxt, s.seq)
@@ -206,7 +207,7 @@ func (e *endpoint) handleSegment(s *segment) {
 	fin := s.has(header.TCPFlagFin)
 	switch e.state {
 	case StateEstablished, StateFinWait1, StateFinWait2:
-		e.receive(segOff, s.payload, fin, now)
+		e.receive(segOff, s.payload, s.view, fin, now)
 		if len(s.payload) > 0 {
 			e.measureRcvRTT(&opts, now)
 		}
@@ -244,7 +245,7 @@ func (e *endpoint) sendRSTFor(s *segment) {
 	if s.has(header.TCPFlagRst) || e.route == nil {
 		return
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, nil, nil)
+	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, isRst: true})
 	e.p.st.rstSent.Inc()
 }

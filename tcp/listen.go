@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/ports"
@@ -177,7 +178,7 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 	cookie := e.p.jar.Make(tupleOf(id), s.seq, mss, now)
 	var ob [40]byte
 	opts := e.p.cookieOptions(ob[:], id, so, ourMSS, now)
-	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, e.p.cookieWindow(), opts, nil, nil)
+	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, e.p.cookieWindow(), opts, buffer.Buffer{})
 	e.after = append(e.after, func() {
 		if e.p.write(r, out) == nil {
 			e.p.st.cookiesSent.Inc()

@@ -6,6 +6,7 @@ package tcp
 import (
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"github.com/netramp/netramp/cc"
@@ -35,7 +36,7 @@ func (e *endpoint) sendSYN() {
 	}
 	e.rcvAdv = e.rcvNxt + uint64(wnd)
 	e.rcvPromise = e.rcvAdv
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, e.iss, ack, flags, uint16(wnd), opts, nil, nil)
+	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, e.iss, ack, flags, uint16(wnd), opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: 0, end: 1})
 	e.lastAckSent = e.rcvNxt
 	if !e.tRtx.armed() {
@@ -68,7 +69,7 @@ func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) {
 	if flags&header.TCPFlagRst != 0 {
 		wnd = 0
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, nil, nil)
+	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: seq, end: seq, isRst: flags&header.TCPFlagRst != 0})
 }
 
@@ -87,13 +88,13 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 	if fin {
 		flags |= header.TCPFlagFin
 	}
-	var pa, pb []byte
+	var payload buffer.Buffer
 	if n > 0 {
-		pa, pb = e.sbuf.Slices(start-1, n)
+		payload = e.sbuf.Clone(start-1, n) // shares the queue's bytes: no copy
 		flags |= header.TCPFlagPsh
 	}
 	wnd := e.rcvWindow()
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, pa, pb)
+	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
 	e.lastAckSent = e.rcvNxt
 	e.ackPending = 0
 	e.ackNow = false

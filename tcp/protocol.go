@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -165,7 +166,7 @@ func (p *protocol) buildRST(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 		flags |= header.TCPFlagAck
 		ack = s.seq + uint32(s.logicalLen())
 	}
-	return p.buildPacket(r, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, nil, nil), r
+	return p.buildPacket(r, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, buffer.Buffer{}), r
 }
 
 // sendBuilt writes a stateless segment and releases it and its route.
@@ -177,16 +178,13 @@ func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, rst bool) 
 	r.Release()
 }
 
-// buildPacket makes one segment with its checksum. payload may come in two
-// parts (a ring's wrap).
-func (p *protocol) buildPacket(r *stack.Route, sport, dport uint16, seq, ack uint32, flags header.TCPFlags, wnd uint16, opts []byte, pa, pb []byte) *stack.PacketBuffer {
+// buildPacket makes one segment with its checksum. The packet takes
+// ownership of payload (typically views sharing the send queue's chunks).
+func (p *protocol) buildPacket(r *stack.Route, sport, dport uint16, seq, ack uint32, flags header.TCPFlags, wnd uint16, opts []byte, payload buffer.Buffer) *stack.PacketBuffer {
 	hlen := header.TCPMinimumSize + len(opts)
-	var pl bufferBuilder
-	pl.add(pa)
-	pl.add(pb)
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
 		ReserveHeaderBytes: hlen + int(r.MaxHeaderLength()),
-		Payload:            pl.b,
+		Payload:            payload,
 	})
 	h := header.TCP(pkt.TransportHeader().Push(hlen))
 	pkt.TransportProtocolNumber = ProtocolNumber

@@ -7,14 +7,16 @@ import (
 	"io"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"github.com/netramp/netramp/tcp/internal/reasm"
 )
 
-// receive takes the in-window part of a segment's data and FIN.
-func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Duration) {
+// receive takes the in-window part of a segment's data and FIN; view, if
+// not nil, is the packet's view payload lies in.
+func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin bool, now time.Duration) {
 	if e.rdShut && e.userClosed {
 		// Data for a closed socket has no reader: RFC 9293 §3.10.4 (CLOSE
 		// with data pending) is answered by a reset.
@@ -51,15 +53,15 @@ func (e *endpoint) receive(segOff uint64, payload []byte, fin bool, now time.Dur
 	}
 	if len(payload) > 0 {
 		if dataOff == e.rcvNxt {
-			if free := len(e.rcvRing) - e.rcvLen; len(payload) > free {
-				// Cannot happen while the window is honoured (the ring
+			if free := e.rcvRoom(); len(payload) > free {
+				// Cannot happen while the window is honoured (the queue
 				// holds the whole advertised window); keep what fits and
 				// let the rest be retransmitted rather than lose it.
 				e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
 				payload = payload[:free]
 			}
 			hadHoles := !e.ooo.Empty()
-			e.appendRcv(payload)
+			e.keepRcv(payload, view)
 			e.rcvNxt += uint64(len(payload))
 			if hadHoles {
 				e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
@@ -120,24 +122,41 @@ func (e *endpoint) rttForTuning() time.Duration {
 	return e.rcvRTT.RTT()
 }
 
-// appendRcv copies in-order bytes into the receive ring.
+// rcvRoom is what the receive queue may still take: the buffer and its spare
+// for the rounding of the scaled window (rcvSpare).
+func (e *endpoint) rcvRoom() int { return max(e.rcvBuf+e.rcvSpare(e.rcvBuf)-e.rcvq.Len(), 0) }
+
+// appendRcv copies in-order bytes into the receive queue.
 func (e *endpoint) appendRcv(p []byte) {
-	for len(p) > 0 {
-		if e.rcvLen == len(e.rcvRing) {
-			// Cannot happen while the window is honoured; refuse rather
-			// than grow past the buffer.
-			e.p.st.dropOOOFull.Add(uint64(len(p)))
-			return
-		}
-		tail := (e.rcvHead + e.rcvLen) % len(e.rcvRing)
-		n := len(e.rcvRing) - tail
-		if free := len(e.rcvRing) - e.rcvLen; n > free {
-			n = free
-		}
-		n = copy(e.rcvRing[tail:tail+n], p)
-		e.rcvLen += n
-		p = p[n:]
+	if free := e.rcvRoom(); len(p) > free {
+		// Cannot happen while the window is honoured; refuse rather
+		// than grow past the buffer.
+		e.p.st.dropOOOFull.Add(uint64(len(p) - free))
+		p = p[:free]
 	}
+	e.rcvq.Append(p)
+}
+
+// keepRcv queues in-order bytes, p, by keeping a clone of the link's view v
+// that holds them (no copy) when there is one, else by copying them. The
+// queue copies rather than keeps once its views would pin more than twice
+// the room plus two chunks (rcvbuf's truesize bound).
+func (e *endpoint) keepRcv(p []byte, v *buffer.View) {
+	room := e.rcvRoom()
+	if v == nil || len(p) == 0 || len(p) > room {
+		e.appendRcv(p)
+		return
+	}
+	vs := v.AsSlice()
+	off := cap(vs) - cap(p) // p is a subslice of vs: its offset in it
+	if off < 0 || off+len(p) > len(vs) || &vs[off] != &p[0] {
+		e.appendRcv(p)
+		return
+	}
+	c := v.Clone()
+	c.TrimFront(off)
+	c.CapLength(len(p))
+	e.rcvq.AppendView(c, 2*(e.rcvBuf+e.rcvSpare(e.rcvBuf))+2*buffer.MaxChunkSize)
 }
 
 // Read implements tcpip.Endpoint.
@@ -151,7 +170,7 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 		e.mu.Unlock()
 		return tcpip.ReadResult{}, &tcpip.ErrWouldBlock{}
 	}
-	if e.rcvLen == 0 {
+	if e.rcvq.Len() == 0 {
 		var err tcpip.Error = &tcpip.ErrWouldBlock{}
 		switch {
 		case e.finRcvd || e.rdShut:
@@ -164,16 +183,7 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 		e.mu.Unlock()
 		return tcpip.ReadResult{}, err
 	}
-	n := 0
-	for n < e.rcvLen {
-		at := (e.rcvHead + n) % len(e.rcvRing)
-		chunk := e.rcvRing[at:min(len(e.rcvRing), at+e.rcvLen-n)]
-		k, werr := w.Write(chunk)
-		n += k
-		if werr != nil || k < len(chunk) {
-			break
-		}
-	}
+	n, _ := e.rcvq.CopyTo(w)
 	if n == 0 {
 		e.mu.Unlock()
 		return tcpip.ReadResult{}, &tcpip.ErrBadBuffer{}
@@ -188,11 +198,7 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 // consumed removes n read bytes, lets autotuning grow the buffer, and sends
 // a window update when the window has opened enough to matter.
 func (e *endpoint) consumed(n int) {
-	e.rcvHead = (e.rcvHead + n) % len(e.rcvRing)
-	e.rcvLen -= n
-	if e.rcvLen == 0 {
-		e.rcvHead = 0
-	}
+	e.rcvq.Consume(n)
 	if !e.state.synchronized() {
 		return
 	}
@@ -200,7 +206,7 @@ func (e *endpoint) consumed(n int) {
 		e.growRcv(nb)
 	}
 	old := e.rcvAdv - e.rcvNxt
-	free := uint64(max(e.rcvBuf-e.rcvLen, 0))
+	free := uint64(max(e.rcvBuf-e.rcvq.Len(), 0))
 	if maxW := uint64(0xffff) << e.rcvWS; free > maxW {
 		free = maxW
 	}
@@ -210,23 +216,17 @@ func (e *endpoint) consumed(n int) {
 }
 
 // growRcv enlarges the receive buffer (autotuning never shrinks it, so the
-// window never has to shrink) and the out-of-order store with it.
+// window never has to shrink) and the out-of-order store with it. Both are
+// bounds, not allocations: the queues take memory as bytes arrive and give
+// it back as they are read.
 func (e *endpoint) growRcv(nb int) {
-	ring := make([]byte, nb+e.rcvSpare(nb))
-	k := 0
-	for k < e.rcvLen {
-		at := (e.rcvHead + k) % len(e.rcvRing)
-		k += copy(ring[k:e.rcvLen], e.rcvRing[at:min(len(e.rcvRing), at+e.rcvLen-k)])
-	}
-	e.rcvRing = ring
-	e.rcvHead = 0
 	e.rcvBuf = nb
 	e.ooo.SetLimit(nb + e.rcvSpare(nb))
 	// One range per hole: the range bound must follow the window too.
 	e.ooo.SetMaxRanges(reasm.DefaultMaxRanges(nb + e.rcvSpare(nb)))
 }
 
-// rcvSpare is what the receive ring and the out-of-order store hold beyond
+// rcvSpare is what the receive queue and the out-of-order store hold beyond
 // a buffer of buf bytes: the rounding of rcvWindow. With a scale, one unit,
 // and a sixteenth of the buffer for the creep that keeping the edge still
 // costs while the reader lags (at most one unit per ACK that moves RCV.NXT).
@@ -241,7 +241,7 @@ func (e *endpoint) rcvSpare(buf int) int {
 // edge, which never moves left (RFC 9293 §3.8.6, SHLD-14) and moves right
 // only by at least min(buffer/2, MSS) (receiver SWS avoidance, §3.8.6.2.2).
 func (e *endpoint) rcvWindow() uint16 {
-	free := e.rcvBuf - e.rcvLen
+	free := e.rcvBuf - e.rcvq.Len()
 	if free < 0 {
 		free = 0
 	}
@@ -266,17 +266,17 @@ func (e *endpoint) rcvWindow() uint16 {
 // scaleWindow offers the first edge at or past target that the scaled field
 // can express. That edge is RCV.NXT plus whole units, so as RCV.NXT moves by
 // other amounts it creeps past the promise by under a unit per ACK; the
-// ring's spare holds the creep (rcvSpare).
+// queue's spare holds the creep (rcvSpare).
 func (e *endpoint) scaleWindow(target uint64) uint16 {
 	unit := uint64(1) << e.rcvWS
 	scaled := (target - e.rcvNxt + unit - 1) >> e.rcvWS
 	// Departure from SHLD-14, counted: once the spare is spent (a reader that
 	// left the buffer full under a coarse scale) the edge falls back by under
-	// a unit rather than promise bytes the ring cannot hold; the peer sends
+	// a unit rather than promise bytes the queue cannot hold; the peer sends
 	// nothing it would have to retransmit, and RFC 7323 §2.4 expects senders
 	// to meet such retreats.
-	room := e.rcvNxt + uint64(len(e.rcvRing)-e.rcvLen)
-	if e.rcvRing != nil && e.rcvNxt+scaled<<e.rcvWS > room {
+	room := e.rcvNxt + uint64(e.rcvRoom())
+	if e.ooo != nil && e.rcvNxt+scaled<<e.rcvWS > room {
 		scaled = (room - e.rcvNxt) >> e.rcvWS
 		e.p.st.rcvEdgeRetreats.Inc()
 	}

@@ -4,8 +4,12 @@
 package tcp
 
 import (
+	"encoding/binary"
+
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -16,6 +20,7 @@ type segment struct {
 	wnd      uint16
 	payload  []byte
 	opts     []byte
+	view     *buffer.View // the packet's view payload lies in, if one holds it all
 }
 
 func (s *segment) logicalLen() int {
@@ -65,30 +70,30 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		wnd: hdr.WindowSize(), opts: hdr[header.TCPMinimumSize:off],
 	}
 	if size > 0 {
-		s.payload = payloadInPlace(pkt, size)
+		s.payload, s.view = payloadInPlace(pkt, size)
 	}
 	return s, true
 }
 
 // payloadInPlace is the segment's payload, read where it lies when one view
-// holds it: PullUp would copy a view whose chunk is shared (an in-memory link
-// shares it with the sender's packet), and the payload is only read here,
-// then copied into the receive ring or the out-of-order store.
-func payloadInPlace(pkt *stack.PacketBuffer, size int) []byte {
+// holds it, and that view: PullUp would copy a view whose chunk is shared (an
+// in-memory link shares it with the sender's packet), and in-order data is
+// kept as a clone of the view, not copied.
+func payloadInPlace(pkt *stack.PacketBuffer, size int) ([]byte, *buffer.View) {
 	vl, off := pkt.AsViewList()
 	off += pkt.HeaderSize()
 	for v := vl.Front(); v != nil; v = v.Next() {
 		n := v.Size()
 		if off < n {
 			if off+size <= n {
-				return v.AsSlice()[off : off+size]
+				return v.AsSlice()[off : off+size], v
 			}
 			break
 		}
 		off -= n
 	}
 	b, _ := pkt.Data().PullUp(size)
-	return b
+	return b, nil
 }
 
 // pseudoAddrs reads the pseudo-header's addresses (RFC 9293 §3.1) straight
@@ -105,4 +110,47 @@ func pseudoAddrs(pkt *stack.PacketBuffer) (src, dst tcpip.Address) {
 	}
 	net := pkt.Network()
 	return net.SourceAddress(), net.DestinationAddress()
+}
+
+// parseOptions reads a segment's timestamp and SACK options with the same
+// rules as header.ParseTCPOptions (parsing stops at a malformed option), but
+// puts the SACK blocks in the endpoint's scratch array instead of a new
+// slice, so processing an ACK allocates nothing. The blocks are valid until
+// the next call.
+func (e *endpoint) parseOptions(b []byte) header.TCPOptions {
+	var o header.TCPOptions
+	for i := 0; i < len(b); {
+		kind := b[i]
+		switch {
+		case kind == header.TCPOptionEOL:
+			return o
+		case kind == header.TCPOptionNOP:
+			i++
+			continue
+		case i+2 > len(b):
+			return o
+		}
+		l := int(b[i+1])
+		switch {
+		case kind == header.TCPOptionTS && l == header.TCPOptionTSLength && i+l <= len(b):
+			o.TS = true
+			o.TSVal = binary.BigEndian.Uint32(b[i+2:])
+			o.TSEcr = binary.BigEndian.Uint32(b[i+6:])
+		case kind == header.TCPOptionTS:
+			return o
+		case kind == header.TCPOptionSACK && l >= 2 && (l-2)%8 == 0 && i+l <= len(b):
+			blocks := e.sackIn[:0]
+			for j := i + 2; j+8 <= i+l && len(blocks) < cap(blocks); j += 8 {
+				blocks = append(blocks, header.SACKBlock{
+					Start: seqnum.Value(binary.BigEndian.Uint32(b[j:])),
+					End:   seqnum.Value(binary.BigEndian.Uint32(b[j+4:])),
+				})
+			}
+			o.SACKBlocks = blocks
+		case kind == header.TCPOptionSACK, l < 2, i+l > len(b):
+			return o
+		}
+		i += l
+	}
+	return o
 }

@@ -131,33 +131,12 @@ type conn struct {
 }
 
 // accept completes a handshake from the peer to a listener on port with the
-// given SYN options and returns the accepted endpoint.
+// given SYN options (tcptest's script) and returns the accepted endpoint.
 func (h *segHarness) accept(port uint16, opts []byte) *conn {
 	h.t.Helper()
-	l, _ := h.listen(port, 8)
-	c := &conn{h: h, port: port, peerNxt: 1000}
-	h.inject(pseg{srcPort: peerPort, dstPort: port, seq: c.peerNxt, flags: header.TCPFlagSyn, wnd: 65535, opts: opts})
-	c.peerNxt++
-	sa := h.one()
-	if !sa.has(header.TCPFlagSyn) || !sa.has(header.TCPFlagAck) || sa.ack != c.peerNxt {
-		h.t.Fatalf("want SYN-ACK acking %d, got %+v", c.peerNxt, sa)
-	}
-	so := sa.synOpts()
-	c.ts = so.TS
-	c.hostTS = so.TSVal
-	c.peerTS = 5000
-	c.hostNxt = sa.seq + 1
-	ack := pseg{srcPort: peerPort, dstPort: port, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck, wnd: 65535}
-	if c.ts {
-		ack.opts = tsOption(c.peerTS, c.hostTS)
-	}
-	h.inject(ack)
-	ep, wq, err := l.Accept(nil)
-	if err != nil {
-		h.t.Fatalf("accept after handshake: %v", err)
-	}
-	c.ep, c.wq = ep, wq
-	return c
+	p := h.host.Accept(port, opts)
+	return &conn{h: h, ep: p.EP, wq: p.WQ, port: port, peerNxt: p.PeerNxt, hostNxt: p.HostNxt,
+		ts: p.TS, peerTS: p.PeerTS, hostTS: p.HostTS}
 }
 
 // send injects a segment from the peer at its current sequence state.

@@ -6,21 +6,11 @@ package tcp
 import (
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 
 	"github.com/netramp/netramp/tcp/internal/reasm"
 )
-
-// bufferBuilder gathers payload parts into one gVisor buffer.
-type bufferBuilder struct{ b buffer.Buffer }
-
-func (bb *bufferBuilder) add(p []byte) {
-	if len(p) > 0 {
-		_ = bb.b.Append(buffer.NewViewWithData(p))
-	}
-}
 
 // tsVal is our timestamp clock (RFC 7323 §5.4): milliseconds plus the
 // connection's offset.

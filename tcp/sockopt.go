@@ -111,7 +111,7 @@ func (e *endpoint) GetSockOptInt(opt tcpip.SockOptInt) (int, tcpip.Error) {
 	case tcpip.KeepaliveCountOption:
 		return e.kaCount, nil
 	case tcpip.ReceiveQueueSizeOption:
-		return e.rcvLen, nil
+		return e.rcvq.Len(), nil
 	case tcpip.SendQueueSizeOption:
 		if e.sbuf == nil {
 			return 0, nil

@@ -21,12 +21,14 @@ import (
 type CPUConfig struct {
 	Bytes int64    // payload per transfer
 	MTUs  []uint32 // e.g. 1500 and 9000
+	Procs []int    // GOMAXPROCS of each set of rows (default: 1 and 2)
 }
 
 // CPUResult is one transfer's cost. Real time on a shared machine: figures to
 // read side by side, not thresholds.
 type CPUResult struct {
 	TCP         string
+	Procs       int // GOMAXPROCS during the transfer
 	MTU         uint32
 	Bytes       int64
 	Wall        time.Duration
@@ -37,22 +39,34 @@ type CPUResult struct {
 	AllocsPerMB float64
 }
 
-// CPU runs, for each MTU, this TCP and then gVisor's TCP.
+// CPU runs, for each GOMAXPROCS and MTU, this TCP and then gVisor's.
 func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if cfg.Bytes <= 0 || len(cfg.MTUs) == 0 {
 		return nil, errors.New("bench: cpu needs a positive byte count and at least one MTU")
 	}
+	procs := cfg.Procs
+	if len(procs) == 0 {
+		procs = []int{1, 2}
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var out []CPUResult
-	for _, mtu := range cfg.MTUs {
-		for _, gv := range []bool{false, true} {
-			if err := ctx.Err(); err != nil {
-				return out, err
+	for _, p := range procs {
+		if p < 1 {
+			return out, fmt.Errorf("bench: cpu: GOMAXPROCS %d is not positive", p)
+		}
+		runtime.GOMAXPROCS(p)
+		for _, mtu := range cfg.MTUs {
+			for _, gv := range []bool{false, true} {
+				if err := ctx.Err(); err != nil {
+					return out, err
+				}
+				r, err := cpuTransfer(ctx, cfg.Bytes, mtu, gv)
+				if err != nil {
+					return out, err
+				}
+				r.Procs = p
+				out = append(out, r)
 			}
-			r, err := cpuTransfer(ctx, cfg.Bytes, mtu, gv)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, r)
 		}
 	}
 	return out, nil
@@ -145,26 +159,32 @@ func send(w io.Writer, n int64) error {
 	return nil
 }
 
-// WriteCPU prints the results side by side with netramp/gVisor ratios per MTU.
+// WriteCPU prints the results side by side, with a netramp/gVisor ratio
+// line for each GOMAXPROCS and MTU.
 func WriteCPU(w io.Writer, rs []CPUResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MTU\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\twall\tCPU")
-	byMTU := map[uint32]map[string]CPUResult{}
-	var mtus []uint32
+	fmt.Fprintln(tw, "cores\tMTU\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\twall\tCPU")
+	type key struct {
+		procs int
+		mtu   uint32
+	}
+	by := map[key]map[string]CPUResult{}
+	var keys []key
 	for _, r := range rs {
-		if byMTU[r.MTU] == nil {
-			byMTU[r.MTU] = map[string]CPUResult{}
-			mtus = append(mtus, r.MTU)
+		k := key{r.Procs, r.MTU}
+		if by[k] == nil {
+			by[k] = map[string]CPUResult{}
+			keys = append(keys, k)
 		}
-		byMTU[r.MTU][r.TCP] = r
-		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.2f\t%.0f\t%s\t%s\n", r.MTU, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB,
+		by[k][r.TCP] = r
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%.0f\t%.2f\t%.0f\t%s\t%s\n", r.Procs, r.MTU, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB,
 			r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
 	}
-	for _, m := range mtus {
-		a, okA := byMTU[m]["netramp"]
-		b, okB := byMTU[m]["gVisor"]
+	for _, k := range keys {
+		a, okA := by[k]["netramp"]
+		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\tnetramp/gVisor\t%s\t%s\t%s\t\t\n", m, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB))
+			fmt.Fprintf(tw, "%d\t%d\tnetramp/gVisor\t%s\t%s\t%s\t\t\n", k.procs, k.mtu, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB))
 		}
 	}
 	return tw.Flush()

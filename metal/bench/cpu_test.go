@@ -14,8 +14,8 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 4 {
-		t.Fatalf("%d results, want 4", len(rs))
+	if len(rs) != 8 {
+		t.Fatalf("%d results, want 8 (two TCPs, two MTUs, one and two cores)", len(rs))
 	}
 	for _, r := range rs {
 		if r.Bytes != 4_000_000 || r.MBps <= 0 || r.Allocs == 0 {
@@ -24,7 +24,7 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 	}
 	var b bytes.Buffer
 	WriteCPU(&b, rs)
-	if strings.Count(b.String(), "netramp/gVisor") != 2 {
+	if strings.Count(b.String(), "netramp/gVisor") != 4 {
 		t.Fatalf("no ratio lines:\n%s", b.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	gtcp "gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -44,6 +45,7 @@ func (gvisorArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error
 		return nil, err
 	}
 	cfg.Seed = spec.Seed
+	defer debug.SetGCPercent(debug.SetGCPercent(rowGCPercent)) // see realArm.RunRow
 	w, err := wire.NewRealTime(cfg)
 	if err != nil {
 		return nil, err

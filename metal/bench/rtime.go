@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime/debug"
 
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/metal/arms"
@@ -19,6 +20,9 @@ import (
 // a Linux row's share two namespaces; nothing a connection learns about the
 // path outlives it in this TCP.
 type realArm struct{ arm arms.Arm }
+
+// rowGCPercent is the GC target while a real-time row of ours runs.
+const rowGCPercent = 800
 
 func newRealArm(name string) (Arm, error) {
 	a, err := arms.Lookup(name)
@@ -44,6 +48,10 @@ func (a *realArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 	}
 	cfg.Seed = spec.Seed
 	cfg.NoTraceHash = true
+	// The wire's releasing thread shares this process with both stacks, and
+	// every collection's stop-the-world stops it too: fewer collections keep
+	// the wire punctual. The kernel's rows have no such cost to hide.
+	defer debug.SetGCPercent(debug.SetGCPercent(rowGCPercent))
 	w, err := wire.NewRealTime(cfg)
 	if err != nil {
 		return nil, err

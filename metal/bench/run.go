@@ -230,7 +230,7 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 	var rowInfo []map[string]any
 	for i, r := range rows {
 		rowInfo = append(rowInfo, map[string]any{"row": i, "arm": r.Arm, "arm_row": r.ArmRow, "timebase": r.Timebase, "path": r.Path,
-			"connections": len(r.Conns), "unavailable": r.Unavailable, "error": r.Err, "note": r.Note, "rejected": r.Rejected})
+			"connections": len(r.Conns), "unavailable": r.Unavailable, "error": r.Err, "note": r.Note, "rejected": r.Rejected, "lateness": r.Lateness})
 	}
 	if err := writeJSON(filepath.Join(ev, "rows.json"), rowInfo); err != nil {
 		return nil, err

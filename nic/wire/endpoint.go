@@ -25,6 +25,8 @@ type Endpoint struct {
 	linkAddr tcpip.LinkAddress
 	closed   bool
 	onClose  func()
+
+	rx *rxQueue // real time: the stack's input queue; nil in virtual time
 }
 
 var (

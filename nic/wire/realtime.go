@@ -2,6 +2,7 @@ package wire
 
 import (
 	"runtime"
+	"sync"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -46,6 +47,11 @@ func NewRealTime(cfg Config) (*Wire, error) {
 		return nil, err
 	}
 	w.rt = &releaser{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	holdP()
+	for _, e := range w.eps {
+		e.rx = &rxQueue{wake: make(chan struct{}, 1)}
+		go w.input(e)
+	}
 	started := make(chan struct{})
 	go w.release(started)
 	// The first frames must not wait for the thread to be scheduled.
@@ -85,7 +91,32 @@ func (r *releaser) close() {
 	case <-r.stop:
 	default:
 		close(r.stop)
+		releaseP()
 	}
+}
+
+// extraPs counts the live releasing threads, each of which keeps a P for
+// its wire's life (its naps never give it up). GOMAXPROCS is raised by one
+// for each, so the rest of the program (the stacks, the TUN bridges) keeps
+// the Ps it had: on 2 cores, a P held by the releaser would otherwise leave
+// every other goroutine one.
+var extraPs struct {
+	sync.Mutex
+	n int
+}
+
+func holdP() {
+	extraPs.Lock()
+	extraPs.n++
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	extraPs.Unlock()
+}
+
+func releaseP() {
+	extraPs.Lock()
+	extraPs.n--
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0)-1, 1))
+	extraPs.Unlock()
 }
 
 // release is the releasing thread: wait for the armed time, run fire.
@@ -159,6 +190,76 @@ func (w *Wire) waitUntil(at time.Duration) waitResult {
 			for w.now() < at {
 			}
 			return waitDue
+		}
+	}
+}
+
+// rxQueue is a real-time endpoint's input queue. The releasing thread hands
+// a frame for a stack over here, as a card hands it to its host's receive
+// queue, and the frame's lateness is measured at that handover; the stack
+// processes it on its own goroutine. Were the releasing thread to run the
+// stack's input itself, it would wait on the stack's locks, held by
+// ordinary threads that a loaded host deschedules for milliseconds, and
+// every frame behind would leave late. The kernel's frames are handed over
+// the same way: a TUN write queues them for the kernel's own input.
+type rxQueue struct {
+	frames [][]byte // guarded by the wire's lock
+	wake   chan struct{}
+}
+
+// rxQueueMax bounds an input queue, as a host's receive ring is bounded: a
+// stack that falls this far behind loses frames, counted as DropInput.
+const rxQueueMax = 4096
+
+// putLocked queues frame, or reports false if the queue is full.
+func (q *rxQueue) putLocked(frame []byte) bool {
+	if len(q.frames) >= rxQueueMax {
+		return false
+	}
+	q.frames = append(q.frames, frame)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// input delivers e's queued frames to its stack, in order, until the wire
+// closes.
+func (w *Wire) input(e *Endpoint) {
+	q := e.rx
+	var batch [][]byte
+	for {
+		select {
+		case <-q.wake:
+		case <-w.rt.stop:
+			return
+		}
+		for {
+			w.mu.Lock()
+			batch = append(batch[:0], q.frames...)
+			clear(q.frames)
+			q.frames = q.frames[:0]
+			w.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			disp, _ := e.receivers()
+			for _, f := range batch {
+				if disp != nil {
+					dispatch(disp, f)
+				}
+			}
+			w.mu.Lock()
+			for _, f := range batch {
+				if disp == nil {
+					e.out.reverse.stats.DropDetached++
+					e.out.reverse.ctr.add(&e.out.reverse.ctr.dropDetached, 1)
+				}
+				w.putBufLocked(f)
+			}
+			w.mu.Unlock()
+			clear(batch)
 		}
 	}
 }

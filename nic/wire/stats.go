@@ -18,6 +18,7 @@ type DirStats struct {
 	DropBlackout                    uint64 // path down
 	DropOversize                    uint64 // larger than the MTU
 	DropDetached                    uint64 // far endpoint had no dispatcher or was closed
+	DropInput                       uint64 // real time: the far stack's input queue was full
 	Corrupted                       uint64 // delivered with a flipped byte
 	Duplicated                      uint64 // delivered a second time
 	AcksHeld                        uint64 // pure ACKs held by the aggregator
@@ -35,6 +36,7 @@ type dirCounters struct {
 	sentFrames, sentBytes, deliveredFrames, deliveredBytes *counters.Counter
 	dropRing, dropQueue, dropLoss, dropBurst, dropBlackout *counters.Counter
 	dropOversize, dropDetached, corrupted, duplicated      *counters.Counter
+	dropInput                                              *counters.Counter
 	acksHeld, ackReleases, queueHighBytes, queueHighFrames *counters.Counter
 	acksCoalesced                                          *counters.Counter
 }
@@ -81,6 +83,7 @@ func (w *Wire) RegisterCounters(r *counters.Registry, prefix string) error {
 			{&c.dropBlackout, "drop.blackout", "frames lost while the path was down", s.DropBlackout},
 			{&c.dropOversize, "drop.oversize", "frames refused for exceeding the MTU", s.DropOversize},
 			{&c.dropDetached, "drop.detached", "frames that arrived at an endpoint with no dispatcher", s.DropDetached},
+			{&c.dropInput, "drop.input", "frames a real-time wire dropped because the receiving stack's input queue was full", s.DropInput},
 			{&c.corrupted, "corrupted", "frames delivered with one byte flipped", s.Corrupted},
 			{&c.duplicated, "duplicated", "frames delivered twice", s.Duplicated},
 			{&c.acksHeld, "ack.held", "pure ACKs held by the ACK aggregator", s.AcksHeld},

@@ -363,6 +363,17 @@ func (w *Wire) deliverLocked(it work) {
 	d.ctr.add(&d.ctr.deliveredBytes, uint64(len(it.frame)))
 	w.traceLocked(it.at, d, TraceDeliver, it.frame)
 	w.pcapLocked(d.to.side, it.frame)
+	queued := false
+	if sink == nil && d.to.rx != nil {
+		// Real time: the stack's input goroutine takes it from here.
+		if !d.to.rx.putLocked(it.frame) {
+			d.stats.DropInput++
+			d.ctr.add(&d.ctr.dropInput, 1)
+			w.putBufLocked(it.frame)
+			return
+		}
+		queued = true
+	}
 	// The burst a data segment belongs to is under way before the peer
 	// answers it: an ACK it triggers must not pass as after an idle gap.
 	isData := false
@@ -371,27 +382,43 @@ func (w *Wire) deliverLocked(it work) {
 			r.dataDelivered(it.at)
 		}
 	}
+	if queued {
+		d.countDataLocked(isData)
+		return
+	}
 	w.mu.Unlock()
 
 	if sink != nil {
 		sink.DeliverFrame(it.frame)
 	} else {
-		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(it.frame)})
-		disp.DeliverNetworkPacket(networkProtocol(it.frame), pkt)
-		pkt.DecRef()
+		dispatch(disp, it.frame)
 	}
 
 	w.mu.Lock()
+	d.countDataLocked(isData)
+	w.putBufLocked(it.frame)
+}
+
+// dispatch hands one IP packet to a stack.
+func dispatch(disp stack.NetworkDispatcher, frame []byte) {
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+	disp.DeliverNetworkPacket(networkProtocol(frame), pkt)
+	pkt.DecRef()
+}
+
+// countDataLocked counts a data segment delivered this way towards the
+// reverse direction's ACK aggregation, releasing its held ACKs once enough
+// have passed.
+func (d *direction) countDataLocked(isData bool) {
 	if r := d.reverse; r.cfg.AckAggSegments > 0 && isData {
 		r.dataSeen++
 		if r.dataSeen >= r.cfg.AckAggSegments {
 			r.dataSeen = 0
 			if len(r.held) > 0 {
-				r.releaseLocked(w.now())
+				r.releaseLocked(d.w.now())
 			}
 		}
 	}
-	w.putBufLocked(it.frame)
 }
 
 func networkProtocol(b []byte) tcpip.NetworkProtocolNumber {

@@ -1,8 +1,6 @@
 package tcptest
 
 import (
-	"bytes"
-
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/waiter"
@@ -12,7 +10,8 @@ import (
 const PeerPort = 40000
 
 // Peer is an established connection between a host endpoint and the
-// scripted peer, with the peer's view of both sequence spaces.
+// scripted peer, with the peer's view of both sequence spaces as the
+// handshake left them.
 type Peer struct {
 	H       *Host
 	EP      tcpip.Endpoint // the host's accepted endpoint
@@ -52,52 +51,4 @@ func (h *Host) Accept(port uint16, opts []byte) *Peer {
 	}
 	c.EP, c.WQ = ep, wq
 	return c
-}
-
-// Seg is a segment from the peer at its current sequence state (and a fresh
-// timestamp, if negotiated), not yet sent.
-func (c *Peer) Seg(flags header.TCPFlags, payload []byte) Seg {
-	s := Seg{SrcPort: PeerPort, DstPort: c.Port, Seq: c.PeerNxt, Ack: c.HostNxt, Flags: flags, Wnd: c.Wnd, Payload: payload}
-	if c.TS {
-		c.PeerTS++
-		s.Opts = TSOpt(c.PeerTS, c.HostTS)
-	}
-	return s
-}
-
-// Send injects a segment from the peer at its current sequence state and
-// advances it.
-func (c *Peer) Send(flags header.TCPFlags, payload []byte) {
-	s := c.Seg(flags, payload)
-	c.H.Inject(s)
-	c.PeerNxt += s.Len()
-}
-
-// Observe advances the peer's view from segments the host sent: the
-// highest sequence number sent and the latest TSval.
-func (c *Peer) Observe(segs []Seg) {
-	for _, s := range segs {
-		if end := s.Seq + s.Len(); int32(end-c.HostNxt) > 0 {
-			c.HostNxt = end
-		}
-		if o := s.Options(); o.TS {
-			c.HostTS = o.TSVal
-		}
-	}
-}
-
-// Write queues p on the host endpoint, failing the test on a short write.
-func (c *Peer) Write(p []byte) {
-	c.H.TB.Helper()
-	if n, err := c.EP.Write(bytes.NewReader(p), tcpip.WriteOptions{}); err != nil || int(n) != len(p) {
-		c.H.TB.Fatalf("Write = %d, %v", n, err)
-	}
-}
-
-// Read returns what the host endpoint has received (at most 64 KiB).
-func (c *Peer) Read() ([]byte, tcpip.Error) {
-	buf := make([]byte, 1<<16)
-	w := tcpip.SliceWriter(buf)
-	res, err := c.EP.Read(&w, tcpip.ReadOptions{})
-	return buf[:res.Count], err
 }

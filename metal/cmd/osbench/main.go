@@ -7,6 +7,7 @@
 //	osbench source [flags]     an osbench-lan/3 source on the kernel's TCP
 //	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
 //	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000
+//	osbench mem [flags]        heap per connection (idle, half-open, 64 KB unacked, 64 KB unread) against gVisor
 package main
 
 import (
@@ -45,8 +46,10 @@ func main() {
 		err = runRow(ctx, args)
 	case "cpu":
 		err = runCPU(ctx, args)
+	case "mem":
+		err = runMem(ctx, args)
 	default:
-		err = fmt.Errorf("unknown command %q (want sink, source, row, cpu, or none for the bench)", cmd)
+		err = fmt.Errorf("unknown command %q (want sink, source, row, cpu, mem, or none for the bench)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "osbench:", err)

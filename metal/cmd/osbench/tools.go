@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -132,8 +133,29 @@ func runCPU(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench cpu", flag.ContinueOnError)
 	nbytes := fs.Int64("bytes", 256_000_000, "payload bytes per transfer")
 	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
+	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var ps []int
+	for _, p := range strings.Split(*procs, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 1 {
+			return fmt.Errorf("cpu: -cores %q is not a positive count", p)
+		}
+		ps = append(ps, v)
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var ms []uint32
 	for _, m := range strings.Split(*mtus, ",") {
@@ -143,10 +165,24 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, uint32(v))
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms})
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps})
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB a transfer, two stacks in one process over an in-memory link (real time; figures, not thresholds)\n\n", *nbytes/1e6)
 		bench.WriteCPU(os.Stdout, rs)
+	}
+	return err
+}
+
+func runMem(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("osbench mem", flag.ContinueOnError)
+	conns := fs.Int("conns", 4000, "connections per case")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rs, err := bench.Mem(ctx, bench.MemConfig{Conns: *conns})
+	if len(rs) > 0 {
+		fmt.Printf("osbench mem: live heap per connection end, %d connections per case, both ends in one process (half-open: the listener's end only)\n\n", *conns)
+		bench.WriteMem(os.Stdout, rs)
 	}
 	return err
 }

@@ -11,10 +11,10 @@ import (
 // Fill must keep the same bytes Write would, across the wrap of the ring,
 // and take no more than Free().
 func TestFillMatchesWriteAcrossTheWrap(t *testing.T) {
-	a, b := New(minAlloc), New(minAlloc)
+	a, b := New(minChunk), New(minChunk)
 	r := rand.New(rand.NewSource(2))
 	for round := 0; round < 300; round++ {
-		n := r.Intn(minAlloc + 100)
+		n := r.Intn(minChunk + 100)
 		p := pattern(a.End(), n)
 		wa := a.Write(p)
 		wb, err := b.Fill(bytes.NewReader(p), n)
@@ -38,9 +38,9 @@ func TestFillMatchesWriteAcrossTheWrap(t *testing.T) {
 
 // A short reader: the bytes it gave are kept and its error is returned.
 func TestFillKeepsWhatAShortReaderGave(t *testing.T) {
-	b := New(minAlloc)
-	b.Write(pattern(0, minAlloc-5))
-	b.Trim(minAlloc - 10) // 5 bytes held, the free space wraps
+	b := New(minChunk)
+	b.Write(pattern(0, minChunk-5))
+	b.Trim(minChunk - 10) // 5 bytes held, the free space wraps
 	n, err := b.Fill(bytes.NewReader(pattern(b.End(), 100)), 200)
 	if n != 100 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("Fill = %d, %v; want 100, ErrUnexpectedEOF", n, err)

@@ -32,7 +32,7 @@ func TestWriteTakesAtMostFree(t *testing.T) {
 }
 
 func TestBytesSurviveWrapAroundTheRing(t *testing.T) {
-	b := New(minAlloc)
+	b := New(minChunk)
 	var off uint64
 	r := rand.New(rand.NewSource(1))
 	for round := 0; round < 200; round++ {
@@ -53,18 +53,26 @@ func TestBytesSurviveWrapAroundTheRing(t *testing.T) {
 	}
 }
 
-func TestSlicesSplitAtTheWrapAndClampToEnd(t *testing.T) {
-	b := New(minAlloc)
-	b.Write(pattern(0, minAlloc))
-	b.Trim(minAlloc - 10)
-	b.Write(pattern(minAlloc, 20))
-	x, y := b.Slices(minAlloc-10, 100)
-	if len(x) != 10 || len(y) != 20 {
-		t.Fatalf("parts %d+%d, want 10+20", len(x), len(y))
+// A clone spanning chunks carries the right bytes, is clamped to End, and
+// shares the chunks: writing after it does not change what it holds.
+func TestCloneSpansChunksClampsToEndAndSharesBytes(t *testing.T) {
+	b := New(1 << 20)
+	b.Write(pattern(0, minChunk))
+	c0 := b.Clone(minChunk-10, 5) // seals the first chunk
+	b.Write(pattern(minChunk, 20))
+	c := b.Clone(minChunk-10, 100)
+	if c.Size() != 30 {
+		t.Fatalf("clone holds %d bytes, want 30 (clamped to End)", c.Size())
 	}
-	if !bytes.Equal(append(append([]byte{}, x...), y...), pattern(minAlloc-10, 30)) {
-		t.Fatal("wrapped view has the wrong bytes")
+	if !bytes.Equal(c.Flatten(), pattern(minChunk-10, 30)) {
+		t.Fatal("clone across chunks has the wrong bytes")
 	}
+	b.Write(pattern(minChunk+20, 100))
+	if !bytes.Equal(c.Flatten(), pattern(minChunk-10, 30)) || !bytes.Equal(c0.Flatten(), pattern(minChunk-10, 5)) {
+		t.Fatal("a later write changed a clone")
+	}
+	c.Release()
+	c0.Release()
 }
 
 func TestOutOfRangeOffsetsGiveNothing(t *testing.T) {
@@ -72,14 +80,14 @@ func TestOutOfRangeOffsetsGiveNothing(t *testing.T) {
 	b.Write(pattern(0, 50))
 	b.Trim(10)
 	for _, off := range []uint64{0, 9, 50, 51, ^uint64(0)} {
-		if x, y := b.Slices(off, 5); x != nil || y != nil {
-			t.Errorf("Slices(%d) returned data", off)
+		if c := b.Clone(off, 5); c.Size() != 0 {
+			t.Errorf("Clone(%d) returned data", off)
 		}
 		if n := b.Peek(off, make([]byte, 5)); n != 0 {
 			t.Errorf("Peek(%d) = %d", off, n)
 		}
 	}
-	if x, _ := b.Slices(20, -1); x != nil {
+	if c := b.Clone(20, -1); c.Size() != 0 {
 		t.Error("negative length returned data")
 	}
 }
@@ -129,15 +137,46 @@ func TestSetCapGrowsAndRefusesToShrinkBelowLen(t *testing.T) {
 	}
 }
 
-func TestBackingArrayNeverExceedsCapacity(t *testing.T) {
-	b := New(minAlloc*3 + 1)
+// The queue holds chunks only while it holds bytes, and never much more
+// than it holds: a fresh or emptied buffer references no chunk.
+func TestChunksFollowTheBytesHeld(t *testing.T) {
+	b := New(minChunk*3 + 1)
 	for b.Free() > 0 {
 		b.Write(pattern(b.End(), 1000))
-		if len(b.buf) > b.Cap() {
-			t.Fatalf("backing %d > cap %d", len(b.buf), b.Cap())
+		if b.Held() > b.Len()+minChunk {
+			t.Fatalf("holds %d bytes of chunks for %d bytes", b.Held(), b.Len())
 		}
 	}
-	if New(1<<30).buf != nil {
-		t.Fatal("a fresh buffer allocated its capacity")
+	if New(1<<30).Held() != 0 {
+		t.Fatal("a fresh buffer holds a chunk")
+	}
+	b.Trim(b.End())
+	if b.Held() != 0 || len(b.views) != 0 {
+		t.Fatalf("an emptied buffer holds %d bytes in %d views", b.Held(), len(b.views))
+	}
+}
+
+// Clones cut at random offsets while the queue is written, trimmed and
+// emptied carry the bytes of their offsets (the clone cursor never goes
+// stale).
+func TestClonesMatchTheStreamUnderChurn(t *testing.T) {
+	b := New(64 << 10)
+	r := rand.New(rand.NewSource(3))
+	for round := 0; round < 2000; round++ {
+		b.Write(pattern(b.End(), r.Intn(b.Free()+1)))
+		if b.Len() > 0 {
+			off := b.Start() + uint64(r.Intn(b.Len()))
+			c := b.Clone(off, r.Intn(3000)+1)
+			if !bytes.Equal(c.Flatten(), pattern(off, int(c.Size()))) {
+				t.Fatalf("round %d: clone at %d has the wrong bytes", round, off)
+			}
+			c.Release()
+		}
+		switch r.Intn(4) {
+		case 0:
+			b.Trim(b.End())
+		default:
+			b.Trim(b.Start() + uint64(r.Intn(b.Len()+1)))
+		}
 	}
 }

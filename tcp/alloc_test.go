@@ -1,0 +1,183 @@
+package tcp_test
+
+import (
+	"bytes"
+	"math/rand"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netramp/netramp/stack/tcptest"
+	"github.com/netramp/netramp/tcp"
+)
+
+// Issue 12: the steady send and receive paths allocate nothing per segment
+// in this package (pools and reused scratch instead). Each test runs one
+// step many times through the hooks of export_test.go, which measure this
+// package's work alone; an allocation per step is at least one per run.
+
+const allocRuns = 50
+
+// parsed is s as a packet the network layer has parsed, ready for Deliver.
+func parsed(s pseg) *gstack.PacketBuffer {
+	b := tcptest.Frame(tcpip.AddrFromSlice(tcptest.PeerAddr.AsSlice()), tcpip.AddrFromSlice(tcptest.HostAddr.AsSlice()), s.seg())
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
+	pkt.NetworkProtocolNumber = ipv4.ProtocolNumber
+	if ok := parse.IPv4(pkt); !ok {
+		panic("parsed: not IPv4")
+	}
+	if !parse.TCP(pkt) {
+		panic("parsed: not TCP")
+	}
+	return pkt
+}
+
+// allocConn is an established connection with SACK, an RTT sample, and data
+// queued to send.
+func allocConn(t *testing.T) *conn {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.wndShift = 7
+	c.sampleRTT(t, 10e6)
+	c.write(t, make([]byte, 200<<10))
+	return c
+}
+
+func TestBuildingASegmentAllocatesNothing(t *testing.T) {
+	c := allocConn(t)
+	c.h.out()
+	if n := testing.AllocsPerRun(allocRuns, func() { tcp.BuildSegment(c.ep) }); n != 0 {
+		t.Fatalf("%v allocations per segment built, want 0", n)
+	}
+}
+
+// sackOption is one SACK block.
+func sackOption(left, right uint32) []byte {
+	b := make([]byte, 40)
+	n := header.EncodeNOP(b)
+	n += header.EncodeNOP(b[n:])
+	n += header.EncodeSACKBlocks([]header.SACKBlock{{Start: seqnumV(left), End: seqnumV(right)}}, b[n:])
+	return b[:n]
+}
+
+// Each ACK acknowledges one more segment and SACKs the one after the next,
+// so one hole always stands: the steady state of a lossy transfer, with
+// SACK scoreboard, RACK and new data sent on every ACK.
+func TestProcessingAnAckWithSACKAllocatesNothing(t *testing.T) {
+	c := allocConn(t)
+	var flight []pseg
+	for _, s := range c.h.out() {
+		if len(s.payload) > 0 {
+			flight = append(flight, s)
+		}
+	}
+	if len(flight) < 4 || flight[0].seq != c.hostNxt {
+		t.Fatalf("%d segments in flight from %d, want at least 4 from %d", len(flight), flight[0].seq, c.hostNxt)
+	}
+	mss := uint32(len(flight[0].payload))
+	acks := make([]*gstack.PacketBuffer, allocRuns+1)
+	for i := range acks {
+		ack := c.hostNxt + uint32(i)*mss
+		acks[i] = parsed(pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt, ack: ack, flags: header.TCPFlagAck,
+			wnd: 65535, opts: sackOption(ack+mss, ack+2*mss)})
+	}
+	sent, bad := c.h.count("tcp.sent.bytes"), c.h.count("tcp.drops.bad-sack")
+	i := 0
+	n := testing.AllocsPerRun(allocRuns, func() {
+		tcp.Deliver(c.ep, acks[i])
+		i++
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per ACK, want 0", n)
+	}
+	// The ACKs did what the test claims: new data went out on each, and
+	// every SACK block was taken.
+	if got := c.h.count("tcp.sent.bytes") - sent; got < uint64(allocRuns)*uint64(mss) {
+		t.Fatalf("%d bytes sent during %d ACKs of %d bytes", got, allocRuns, mss)
+	}
+	if c.h.count("tcp.drops.bad-sack") != bad {
+		t.Fatal("SACK blocks refused")
+	}
+	for _, p := range acks {
+		p.DecRef()
+	}
+}
+
+// In-order full segments, each taken into the receive queue (kept as the
+// link's view, not copied), ACKed every second one, and read by the
+// application, which keeps up: the steady state of a bulk receiver.
+func TestReceivingAnInOrderSegmentAllocatesNothing(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, true, 5000))
+	segs := make([]*gstack.PacketBuffer, allocRuns+1)
+	const size = 1448
+	for i := range segs {
+		segs[i] = parsed(pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt + uint32(i*size), ack: c.hostNxt,
+			flags: header.TCPFlagAck, wnd: 65535, opts: tsOption(c.peerTS+uint32(i)+1, c.hostTS), payload: pattern(i*size, size)})
+	}
+	buf := make([]byte, 2*size)
+	got := make([]byte, 0, len(segs)*size)
+	var w tcpip.SliceWriter
+	i := 0
+	n := testing.AllocsPerRun(allocRuns, func() {
+		tcp.Deliver(c.ep, segs[i])
+		i++
+		w = tcpip.SliceWriter(buf)
+		res, _ := c.ep.Read(&w, tcpip.ReadOptions{})
+		got = append(got, buf[:res.Count]...)
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per segment received, want 0", n)
+	}
+	if !bytes.Equal(got, pattern(0, (allocRuns+1)*size)) {
+		t.Fatalf("read %d bytes, not the %d sent", len(got), (allocRuns+1)*size)
+	}
+	for _, p := range segs {
+		p.DecRef()
+	}
+}
+
+func pattern(off, n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte((off + i) * 7)
+	}
+	return p
+}
+
+// The allocation-free option parser reads what gVisor's parser reads, on
+// well-formed option lists and on random bytes.
+func TestOptionParserAgreesWithGVisors(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	cases := [][]byte{
+		sackOption(100, 200),
+		append(tsOption(1, 2), sackOption(100, 200)...),
+		tsOption(7, 9),
+		{1, 1, 5, 18, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4},
+		{5, 2}, {5, 3, 0}, {8, 10, 1}, {8, 9, 0, 0, 0, 0, 0, 0, 0}, {0, 8, 10}, {9, 1, 8, 10},
+	}
+	for range 20000 {
+		b := make([]byte, r.Intn(41))
+		for i := range b {
+			b[i] = byte(r.Intn(12)) // mostly option kinds and small lengths
+		}
+		cases = append(cases, b)
+	}
+	for _, b := range cases {
+		got, want := tcp.ParseOptions(b), header.ParseTCPOptions(b)
+		if got.TS != want.TS || got.TSVal != want.TSVal || got.TSEcr != want.TSEcr ||
+			len(got.SACKBlocks) != len(want.SACKBlocks) || (got.SACKBlocks == nil) != (want.SACKBlocks == nil) {
+			t.Fatalf("% x: got %+v, want %+v", b, got, want)
+		}
+		for i := range got.SACKBlocks {
+			if got.SACKBlocks[i] != want.SACKBlocks[i] {
+				t.Fatalf("% x: block %d: got %+v, want %+v", b, i, got.SACKBlocks[i], want.SACKBlocks[i])
+			}
+		}
+	}
+}

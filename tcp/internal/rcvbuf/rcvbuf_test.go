@@ -1,0 +1,121 @@
+package rcvbuf
+
+import (
+	"bytes"
+	"math/rand"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+)
+
+func pattern(off, n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte((off + i) * 7)
+	}
+	return p
+}
+
+// limitWriter takes at most k bytes, as a reader's short buffer does.
+type limitWriter struct {
+	b bytes.Buffer
+	k int
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	n := min(len(p), w.k-w.b.Len())
+	w.b.Write(p[:n])
+	return n, nil
+}
+
+// Bytes come out in the order they went in, whether copied or kept as
+// views, across partial reads, and an emptied queue holds no view.
+func TestBytesKeepTheirOrderAndAnEmptyQueueHoldsNothing(t *testing.T) {
+	var q Queue
+	r := rand.New(rand.NewSource(1))
+	in, out := 0, 0
+	for round := 0; round < 3000; round++ {
+		n := r.Intn(4000)
+		if r.Intn(3) == 0 {
+			q.AppendView(buffer.NewViewWithData(pattern(in, n)), 1<<30)
+		} else {
+			q.Append(pattern(in, n))
+		}
+		in += n
+		w := &limitWriter{k: r.Intn(q.Len() + 1)}
+		if r.Intn(4) == 0 {
+			w.k = q.Len()
+		}
+		k, _ := q.CopyTo(w)
+		if k != w.b.Len() || !bytes.Equal(w.b.Bytes(), pattern(out, k)) {
+			t.Fatalf("round %d: read %d bytes, wrong order", round, k)
+		}
+		q.Consume(k)
+		out += k
+		if q.Len() != in-out {
+			t.Fatalf("round %d: Len %d, want %d", round, q.Len(), in-out)
+		}
+		if q.Len() == 0 && q.Views() != 0 {
+			t.Fatalf("round %d: an empty queue holds %d views", round, q.Views())
+		}
+	}
+}
+
+// Copied segments share chunks: many small in-order segments cost about
+// their bytes, not a chunk each.
+func TestCopiedSegmentsCoalesce(t *testing.T) {
+	var q Queue
+	for i := 0; i < 1000; i++ {
+		q.Append(pattern(i*100, 100))
+	}
+	if want := 100*1000/chunkSize + 1; q.Views() > want {
+		t.Fatalf("%d views for 100 KB of 100-byte segments, want <= %d", q.Views(), want)
+	}
+}
+
+// Small views of large chunks (a peer's tiny segments in frame buffers)
+// are kept only while what they pin stays within the bound; past it their
+// bytes are copied, and nothing is lost either way.
+func TestKeptViewsPinNoMoreThanTheBound(t *testing.T) {
+	var q Queue
+	const limit = 256 << 10
+	in := 0
+	for i := 0; i < 1000; i++ {
+		v := buffer.NewView(64 << 10)
+		v.Write(pattern(in, 10))
+		in += 10
+		q.AppendView(v, limit)
+		if q.Pinned() > limit+chunkSize {
+			t.Fatalf("after %d views: %d bytes pinned, bound %d", i+1, q.Pinned(), limit)
+		}
+	}
+	var w limitWriter
+	w.k = in
+	if k, _ := q.CopyTo(&w); k != in || !bytes.Equal(w.b.Bytes(), pattern(0, in)) {
+		t.Fatalf("read %d of %d bytes", k, in)
+	}
+	q.Consume(in)
+	if q.Pinned() != 0 || q.Views() != 0 {
+		t.Fatalf("emptied queue pins %d bytes in %d views", q.Pinned(), q.Views())
+	}
+}
+
+// Consecutive segments cut from one chunk (an in-memory link sharing the
+// sender's queue) are all kept: the chunk's capacity is charged once, then
+// only the bytes of each segment after the first.
+func TestSegmentsOfOneChunkAreChargedOnce(t *testing.T) {
+	var q Queue
+	src := buffer.NewViewWithData(pattern(0, 64<<10))
+	for off := 0; off < 64<<10; off += 1448 {
+		v := src.Clone()
+		v.TrimFront(off)
+		v.CapLength(1448)
+		if !q.AppendView(v, 2*64<<10+1448) {
+			t.Fatalf("segment at %d copied, want kept", off)
+		}
+	}
+	if q.Pinned() > 2*64<<10+1448 {
+		t.Fatalf("%d bytes pinned for one 64 KiB chunk", q.Pinned())
+	}
+	src.Release()
+}
