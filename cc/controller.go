@@ -273,7 +273,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.cwnd = c.iw
 	c.gate = newGate(cfg.Arm, cfg.SMSS)
-	c.hs = newHystart(cfg.Arm == ArmB)
+	c.hs = newHystart(cfg.Arm == ArmB, cfg.Pacing)
 	c.cub = newCubic(cfg.SMSS, c.fc)
 	c.noteMax()
 	return c, nil
@@ -409,8 +409,8 @@ func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
 	}
 }
 
-// exitSlowStart ends HyStart++ after its CSS rounds, or once CSS sees the
-// queue keep growing (hystart.onRTT): ssthresh = cwnd, and
+// exitSlowStart ends HyStart++ after its CSS rounds, or once a paced
+// sender's CSS sees the queue keep growing (hystart.onRTT): ssthresh = cwnd, and
 // CUBIC starts with cwnd_prior = W_max = cwnd and K = 0 (RFC 9406 §4.2,
 // RFC 9438 §4.10).
 func (c *Controller) exitSlowStart(now time.Duration) {

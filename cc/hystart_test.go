@@ -454,26 +454,30 @@ func TestCSSIsEnteredWhenAQueueFormsMidRound(t *testing.T) {
 	}
 }
 
-func TestCSSEndsSlowStartWhenTheMinimumRisesAgain(t *testing.T) {
+func TestPacedCSSEndsSlowStartWhenTheMinimumRisesAgain(t *testing.T) {
 	// In CSS at a 20 ms baseline, eight samples at 24 ms (baseline +
-	// RttThresh, clamped to 4 ms) show the queue still growing: slow start
-	// ends at once, with ssthresh = cwnd, not after CSS_ROUNDS.
-	s := newSim(t, Config{})
-	s.round(rep(8, 10*ms)...)
-	s.send(60*smss, StopCwnd)
-	for range 8 {
-		s.ack(smss, 20*ms)
-	}
-	for range 7 {
+	// RttThresh, clamped to 4 ms) show the queue still growing: a paced
+	// sender's slow start ends at once, with ssthresh = cwnd; an unpaced
+	// one stays in CSS for its CSS_ROUNDS (hystart.onRTT).
+	for _, paced := range []bool{true, false} {
+		s := newSim(t, Config{Pacing: paced})
+		s.round(rep(8, 10*ms)...)
+		s.send(60*smss, StopCwnd)
+		for range 8 {
+			s.ack(smss, 20*ms)
+		}
+		for range 7 {
+			s.ack(smss, 24*ms)
+		}
+		if st := s.c.State(); !st.CSS || !st.InitialSlowStart {
+			t.Fatalf("paced %v: left CSS on the seventh sample: %+v", paced, st)
+		}
 		s.ack(smss, 24*ms)
-	}
-	if st := s.c.State(); !st.CSS || !st.InitialSlowStart {
-		t.Fatalf("left CSS on the seventh sample: %+v", st)
-	}
-	s.ack(smss, 24*ms)
-	st := s.c.State()
-	if st.HyStartActive || st.Ssthresh != st.Cwnd || s.counter("tcp.hystart.exits") != 1 {
-		t.Fatalf("after eight samples a threshold above the baseline: active %v, ssthresh %d, cwnd %d, exits %d",
-			st.HyStartActive, st.Ssthresh, st.Cwnd, s.counter("tcp.hystart.exits"))
+		st := s.c.State()
+		exited := !st.HyStartActive && st.Ssthresh == st.Cwnd && s.counter("tcp.hystart.exits") == 1
+		if exited != paced || !paced && !st.CSS {
+			t.Fatalf("paced %v, after eight samples a threshold above the baseline: active %v, CSS %v, ssthresh %d, cwnd %d, exits %d",
+				paced, st.HyStartActive, st.CSS, st.Ssthresh, st.Cwnd, s.counter("tcp.hystart.exits"))
+		}
 	}
 }

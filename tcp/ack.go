@@ -100,6 +100,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	wasOutstanding := e.q.Outstanding() > 0
 	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
 	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
+	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
 	progress := ackOff > e.sndUna
 	if progress {
 		e.sndUna = ackOff

@@ -186,6 +186,7 @@ type endpoint struct {
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
 	probe                                                       bool // a loss probe waits for its opportunity (RFC 8985 §7.3)
+	ackGap                                                      ackGaps
 }
 
 func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) *endpoint {

@@ -111,6 +111,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 		e.p.st.sentBytes.Add(uint64(n))
 	}
 	e.lastSend = e.now()
+	e.ackGap.sent(e.lastSend)
 }
 
 // maxPayload is the payload of a new full segment now: the MSS less the

@@ -109,8 +109,10 @@ func TestTailLossIsProbedBeforeTheRTO(t *testing.T) {
 	c.hostNxt += 2 * 1460
 	c.send(header.TCPFlagAck, nil)
 	h.out()
-	// The probe timeout is about 2·SRTT, well before the 200 ms minimum RTO.
-	h.clk.RunFor(60 * time.Millisecond)
+	// The probe timeout is 2·SRTT, the delayed-ACK allowance for one
+	// segment and the longest ACK gap seen (10 ms): 70 ms, well before the
+	// 200 ms minimum RTO.
+	h.clk.RunFor(100 * time.Millisecond)
 	probe := h.out()
 	if len(probe) != 1 || probe[0].seq != c.hostNxt || len(probe[0].payload) != 1460 {
 		t.Fatalf("want a loss probe resending [%d, +1460), got %+v", c.hostNxt, probe)

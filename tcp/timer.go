@@ -147,6 +147,7 @@ func (e *endpoint) onRetransmitTimer() {
 		e.tlpArmed = false
 		return
 	}
+	e.ackGap.timedOut()
 	if e.tlpArmed {
 		e.lossProbe()
 		// After a probe the RTO, not another PTO, guards the flight (RFC
@@ -220,12 +221,21 @@ func (e *endpoint) armRetransmitTimer(sentNew bool) {
 
 // armPTO arms the probe timeout if a tail loss probe is allowed: SACK on, no
 // recovery, an RTT known (RFC 8985 §7.2); the PTO never exceeds the RTO.
+//
+// Departure from RFC 8985 §7.2, whose PTO adds the peer's worst-case delayed
+// ACK only with one segment in flight: here it adds the peer's ACK
+// aggregation for any flight, the longest ACK gap seen (ackGaps), or the
+// delayed-ACK allowance until a gap has been seen. A peer that aggregates
+// holds its ACKs that long whatever the flight, so a shorter PTO probes a
+// lossless path (the t14 path: four probes a connection). It is safe: a
+// tail loss is still probed, at most one aggregation later, and the RTO
+// bounds the PTO as before.
 func (e *endpoint) armPTO() bool {
 	if !e.sackOK || e.rec.InRecovery() || !e.est.HasSample() {
 		return false
 	}
 	segs := int(e.q.InFlight()) / max(e.smss, 1)
-	pto := e.q.PTO(e.est.SRTT(), segs, e.p.opts.DelayedAck)
+	pto := e.q.PTO(e.est.SRTT(), segs, e.p.opts.DelayedAck) + e.ackGap.allowance(e.p.opts.DelayedAck)
 	if rto := e.est.RTO(); pto > rto {
 		pto = rto
 	}
