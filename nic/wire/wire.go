@@ -864,7 +864,7 @@ func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 	if d.cfg.Jitter > 0 {
 		arr += d.jitterLocked(dep)
 	}
-	if !d.cfg.Reorder && arr < d.lastArrival {
+	if !d.cfg.Reorder && arr < d.lastArrival { // control:jitter-keeps-order
 		arr = d.lastArrival
 	}
 	if arr > d.lastArrival {
