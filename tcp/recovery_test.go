@@ -328,7 +328,7 @@ func TestLossProbeTakesAnOrdinarySendOpportunity(t *testing.T) {
 	h.out()
 	h.link.Full = true
 	before := h.reg.Snapshot()
-	h.clk.RunFor(60 * time.Millisecond) // the probe timeout, about 2·SRTT
+	h.clk.RunFor(100 * time.Millisecond) // the probe timeout: 2·SRTT plus the ACK-gap allowance
 	d := h.reg.Snapshot().Diff(before)
 	if d["tcp.loss-probes"] != 1 || d["tcp.stops.card"] != 1 {
 		t.Fatalf("loss-probes %d, card stops %d; want 1, 1", d["tcp.loss-probes"], d["tcp.stops.card"])
