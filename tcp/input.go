@@ -4,6 +4,8 @@
 package tcp
 
 import (
+	"time"
+
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -74,7 +76,7 @@ func (e *endpoint) newIncarnation(s *segment) bool {
 func (e *endpoint) HandleError(stack.TransportError, *stack.PacketBuffer) {}
 
 // handleSegment is RFC 9293 §3.10.7's "SEGMENT ARRIVES" for every state but
-// LISTEN.
+// LISTEN, in the RFC's order: sequence check, RST, SYN, ACK, then text.
 func (e *endpoint) handleSegment(s *segment) {
 	now := e.now()
 	switch e.state {
@@ -87,21 +89,58 @@ func (e *endpoint) handleSegment(s *segment) {
 	}
 	e.lastRecv = now
 	e.kaProbes = 0
+	// control:option-parser
 	opts := e.parseOptions(s.opts)
 
-	// Sequence number checks, PAWS first (RFC 7323 §5.3).
+	segOff, ok := e.checkSequence(s, &opts, now)
+	if !ok {
+		return
+	}
+	if s.has(header.TCPFlagRst) {
+		e.handleRst(segOff, now)
+		return
+	}
+	if s.has(header.TCPFlagSyn) {
+		e.handleSynInWindow(s, now)
+		return
+	}
+	// control:no-ack-counted
+	if !s.has(header.TCPFlagAck) {
+		e.p.st.dropState.Inc()
+		return
+	}
+	// TS.Recent moves only after the ACK check (RFC 7323 §4.3 with RFC 5961).
+	// control:ts-recent-after-ack
+	if e.state == StateSynRcvd && !e.completeHandshake(s, segOff, now) {
+		return
+	}
+	if !e.processAckField(s, &opts, segOff, now) {
+		return
+	}
+	e.updateTSRecent(&opts, segOff, now)
+	if e.state == StateClosed || e.state == StateTimeWait && !s.has(header.TCPFlagFin) {
+		return
+	}
+	e.handleText(s, &opts, segOff, now)
+	e.finishInput()
+}
+
+// checkSequence is the first check of RFC 9293 §3.10.7.4, PAWS first (RFC
+// 7323 §5.3). It returns the segment's offset and whether processing goes
+// on; an unacceptable segment is answered (or counted) here.
+func (e *endpoint) checkSequence(s *segment, opts *header.TCPOptions, now time.Duration) (uint64, bool) {
 	segOff, ok := unwrap(e.irs, e.rcvNxt, s.seq)
 	if !ok {
 		e.p.st.dropBadSeq.Inc()
 		if !s.has(header.TCPFlagRst) {
 			e.limitedAck(now)
 		}
-		return
+		return 0, false
 	}
-	if e.pawsRejects(s, &opts, segOff, now) {
+	if e.pawsRejects(s, opts, segOff, now) {
 		e.p.st.dropPAWS.Inc()
 		e.owedAck(s, segOff, now)
-		return
+		return 0, false
 	}
 	wnd := e.rcvAdv - e.rcvNxt
 	segLen := uint64(s.logicalLen())
@@ -117,103 +156,101 @@ func (e *endpoint) handleSegment(s *segment) {
 		acceptable = segOff < e.rcvNxt+wnd && segOff+segLen > e.rcvNxt
 	}
 	if !acceptable {
-		// Old duplicates are still acknowledged (and reported as D-SACK,
-		// RFC 2883); zero-window probes are answered with the window.
-		if !s.has(header.TCPFlagRst) {
-			if segLen > 0 && segOff < e.rcvNxt && e.sackOK {
-				e.dsack = &reasm.Range{Start: segOff, End: min64(segOff+uint64(len(s.payload)), e.rcvNxt)}
-			}
-			e.owedAck(s, segOff, now)
-			if segOff+segLen > e.rcvNxt+wnd {
-				e.p.st.dropBadSeq.Inc()
-			}
-		} else {
+		e.unacceptable(s, opts, segOff, segLen, wnd, now)
+		return 0, false
+	}
+	return segOff, true
+}
+
+// unacceptable answers a segment outside the window. Old duplicates are
+// still acknowledged (and reported as D-SACK, RFC 2883); zero-window probes
+// are answered with the window.
+func (e *endpoint) unacceptable(s *segment, opts *header.TCPOptions, segOff, segLen, wnd uint64, now time.Duration) {
+	if !s.has(header.TCPFlagRst) {
+		if segLen > 0 && segOff < e.rcvNxt && e.sackOK {
+			e.dsack = &reasm.Range{Start: segOff, End: min64(segOff+uint64(len(s.payload)), e.rcvNxt)}
+		}
+		e.owedAck(s, segOff, now)
+		if segOff+segLen > e.rcvNxt+wnd {
 			e.p.st.dropBadSeq.Inc()
 		}
-		if s.has(header.TCPFlagAck) && !s.has(header.TCPFlagRst) && e.state.synchronized() && segOff <= e.rcvNxt {
-			// A duplicate can still carry a valid ACK (e.g. a keepalive
-			// or window probe answer); use its acknowledgment.
-			e.processAckField(s, &opts, segOff, now)
-		}
-		return
+	} else {
+		e.p.st.dropBadSeq.Inc()
 	}
-
-	// RST (RFC 5961 §3.2): exact match resets, in-window gets a challenge.
-	if s.has(header.TCPFlagRst) {
-		if segOff != e.rcvNxt {
-			e.challengeAck(now)
-			return
-		}
-		e.p.st.rstRecv.Inc()
-		switch e.state {
-		case StateSynRcvd:
-			if e.parent != nil {
-				e.closeLocked(nil)
-				return
-			}
-			e.closeLocked(&tcpip.ErrConnectionRefused{})
-		case StateTimeWait:
-			// RFC 1337 §3 (TIME-WAIT assassination): a RST in TIME-WAIT is
-			// ignored, so old duplicates cannot reach a new incarnation.
-			return
-		case StateLastAck, StateClosing:
-			e.closeLocked(nil)
-		default:
-			e.closeLocked(&tcpip.ErrConnectionReset{})
-		}
-		return
+	if s.has(header.TCPFlagAck) && !s.has(header.TCPFlagRst) && e.state.synchronized() && segOff <= e.rcvNxt {
+		// A duplicate can still carry a valid ACK (e.g. a keepalive
+		// or window probe answer); use its acknowledgment.
+		e.processAckField(s, opts, segOff, now)
 	}
+}
 
-	// SYN in a synchronized state: challenge ACK (RFC 5961 §4.2). A
-	// retransmitted SYN in SYN-RECEIVED repeats our SYN-ACK.
-	if s.has(header.TCPFlagSyn) {
-		if e.state == StateSynRcvd && s.seq == e.irs && !s.has(header.TCPFlagAck) {
-			e.sendSYN()
-			return
-		}
+// handleRst is the second check (RFC 5961 §3.2): an exact match resets, an
+// in-window RST gets a challenge ACK.
+func (e *endpoint) handleRst(segOff uint64, now time.Duration) {
+	// control:rst-exact-match
+	if segOff != e.rcvNxt {
 		e.challengeAck(now)
 		return
 	}
-
-	if !s.has(header.TCPFlagAck) {
-		e.p.st.dropState.Inc()
-		return
-	}
-
-	if e.state == StateSynRcvd {
-		ackOff, ok := unwrap(e.iss, e.sndUna, s.ack)
-		if !ok || ackOff <= e.sndUna || ackOff > e.sndNxt {
-			e.sendRSTFor(s)
+	e.p.st.rstRecv.Inc()
+	switch e.state {
+	case StateSynRcvd:
+		if e.parent != nil {
+			e.closeLocked(nil)
 			return
 		}
-		e.established(now)
-		e.sndWnd = uint64(s.wnd) << e.sndWS
-		e.sndWL1, e.sndWL2 = segOff, ackOff
-		e.maxSndWnd = max64(e.maxSndWnd, e.sndWnd)
-		if e.parent != nil {
-			e.handOff = true
-		}
+		e.closeLocked(&tcpip.ErrConnectionRefused{})
+	case StateTimeWait:
+		// RFC 1337 §3 (TIME-WAIT assassination): a RST in TIME-WAIT is
+		// ignored, so old duplicates cannot reach a new incarnation.
+	case StateLastAck, StateClosing:
+		e.closeLocked(nil)
+	default:
+		e.closeLocked(&tcpip.ErrConnectionReset{})
 	}
+}
 
-	if !e.processAckField(s, &opts, segOff, now) {
+// handleSynInWindow is the fourth check: a SYN in a synchronized state gets
+// a challenge ACK (RFC 5961 §4.2); a retransmitted SYN in SYN-RECEIVED
+// repeats our SYN-ACK.
+func (e *endpoint) handleSynInWindow(s *segment, now time.Duration) {
+	if e.state == StateSynRcvd && s.seq == e.irs && !s.has(header.TCPFlagAck) {
+		e.sendSYN()
 		return
 	}
-	e.updateTSRecent(&opts, segOff, now)
-	if e.state == StateClosed || e.state == StateTimeWait && !s.has(header.TCPFlagFin) {
-		return
-	}
+	e.challengeAck(now)
+}
 
-	// Data and FIN.
+// completeHandshake is the fifth check in SYN-RECEIVED: an ACK of our SYN
+// establishes the connection, any other ACK is answered by a RST.
+func (e *endpoint) completeHandshake(s *segment, segOff uint64, now time.Duration) bool {
+	ackOff, ok := unwrap(e.iss, e.sndUna, s.ack)
+	if !ok || ackOff <= e.sndUna || ackOff > e.sndNxt {
+		e.sendRSTFor(s)
+		return false
+	}
+	e.established(now)
+	e.sndWnd = uint64(s.wnd) << e.sndWS
+	e.sndWL1, e.sndWL2 = segOff, ackOff
+	e.maxSndWnd = max64(e.maxSndWnd, e.sndWnd)
+	if e.parent != nil {
+		e.handOff = true
+	}
+	return true
+}
+
+// handleText is the seventh and eighth steps: the segment's data and FIN.
+func (e *endpoint) handleText(s *segment, opts *header.TCPOptions, segOff uint64, now time.Duration) {
 	fin := s.has(header.TCPFlagFin)
 	switch e.state {
 	case StateEstablished, StateFinWait1, StateFinWait2:
 		e.receive(segOff, s.payload, s.view, fin, now)
 		if len(s.payload) > 0 {
-			e.measureRcvRTT(&opts, now)
+			e.measureRcvRTT(opts, now)
 		}
 	case StateCloseWait, StateClosing, StateLastAck:
 		// The peer's FIN is already in: retransmissions are acknowledged.
-		if segLen > 0 {
+		if s.logicalLen() > 0 {
 			e.ackNow = true
 		}
 	case StateTimeWait:
@@ -222,7 +259,6 @@ func (e *endpoint) handleSegment(s *segment) {
 			e.tWait.arm(e.p.opts.TimeWait)
 		}
 	}
-	e.finishInput()
 }
 
 // finishInput sends what the segment called for: data the ACK allowed, and
