@@ -349,129 +349,147 @@ func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) Ac
 		una = q.nxt
 	}
 
-	// RFC 2883 §4: the first block is a D-SACK if it lies below the
-	// cumulative ACK or within the second block.
-	if len(sacks) > 0 {
-		b0 := sacks[0]
-		if b0.Start < b0.End && (b0.Start < max(una, q.una) ||
-			(len(sacks) > 1 && sacks[1].Start <= b0.Start && b0.End <= sacks[1].End)) {
-			res.DSACK = true
-			n := q.countDSACK(b0)
-			res.SpuriousBytes += n
-			res.SpuriousHint = n > 0 || q.retxOverlaps(b0)
-			sacks = sacks[1:]
-		}
-	}
-
-	// Cumulative acknowledgement.
+	sacks = q.takeDSACK(&res, una, sacks)
 	if una > q.una {
-		res.CumAcked = una - q.una
-		l := q.live()
-		if len(l) > 0 {
-			res.SpuriousBytes += q.echoSpurious(&l[0], echo)
-		}
-		k := 0
-		for k < len(l) && l[k].Start < una {
-			q.visits++
-			s := &l[k]
-			end := s.End
-			if end > una {
-				end = una
-			}
-			n := end - s.Start
-			if s.Sacked {
-				q.sackedBytes -= n
-			} else {
-				res.Delivered += n
-				q.deliver(&d, s, end)
-				if s.Lost {
-					q.lostBytes -= n
-				}
-				if s.RetransInFlight {
-					q.retxBytes -= n
-				}
-			}
-			if end < s.End { // una falls inside: keep the rest
-				s.Start = end
-				break
-			}
-			if s.Sacked {
-				q.sackedSegs--
-			}
-			q.unlink(q.idOf(k))
-			*s = Seg{}
-			k++
-		}
-		q.head += k
-		q.una = una
-		q.trimSacked(una)
-		if q.Len() == 0 {
-			q.base += uint64(len(q.segs))
-			q.segs, q.head = q.segs[:0], 0
-		}
+		q.cumAck(&res, &d, una, echo)
 	}
-
-	// SACK blocks: mark the segments each covers whole, walking only the
-	// gaps between ranges already SACKed.
 	for _, b := range sacks {
-		if b.Start < q.una {
-			b.Start = q.una
+		q.sackBlock(&res, &d, b)
+	}
+	q.learn(&res, &d, now)
+	return res
+}
+
+// takeDSACK reports a D-SACK (RFC 2883 §4: a first block below the
+// cumulative ACK or inside the second block) and returns the other blocks.
+func (q *Queue) takeDSACK(res *AckResult, una uint64, sacks []Range) []Range {
+	if len(sacks) == 0 {
+		return sacks
+	}
+	b0 := sacks[0]
+	if b0.Start < b0.End && (b0.Start < max(una, q.una) ||
+		(len(sacks) > 1 && sacks[1].Start <= b0.Start && b0.End <= sacks[1].End)) {
+		res.DSACK = true
+		n := q.countDSACK(b0)
+		res.SpuriousBytes += n
+		res.SpuriousHint = n > 0 || q.retxOverlaps(b0)
+		return sacks[1:]
+	}
+	return sacks
+}
+
+// cumAck delivers and drops every segment below una (una > q.una).
+func (q *Queue) cumAck(res *AckResult, d *delivery, una uint64, echo time.Duration) {
+	res.CumAcked = una - q.una
+	l := q.live()
+	if len(l) > 0 {
+		res.SpuriousBytes += q.echoSpurious(&l[0], echo)
+	}
+	k := 0
+	for k < len(l) && l[k].Start < una {
+		q.visits++
+		s := &l[k]
+		end := s.End
+		if end > una {
+			end = una
 		}
-		if b.End > q.nxt {
-			b.End = q.nxt
+		n := end - s.Start
+		if s.Sacked {
+			q.sackedBytes -= n
+		} else {
+			res.Delivered += n
+			q.deliver(d, s, end)
+			if s.Lost {
+				q.lostBytes -= n
+			}
+			if s.RetransInFlight {
+				q.retxBytes -= n
+			}
 		}
-		if b.Start >= b.End {
+		if end < s.End { // una falls inside: keep the rest
+			s.Start = end
+			break
+		}
+		if s.Sacked {
+			q.sackedSegs--
+		}
+		q.unlink(q.idOf(k))
+		*s = Seg{}
+		k++
+	}
+	q.head += k
+	q.una = una
+	q.trimSacked(una)
+	if q.Len() == 0 {
+		q.base += uint64(len(q.segs))
+		q.segs, q.head = q.segs[:0], 0
+	}
+}
+
+// sackBlock marks the segments block b covers whole as SACKed, walking only
+// the gaps between ranges already SACKed.
+func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
+	if b.Start < q.una {
+		b.Start = q.una
+	}
+	if b.End > q.nxt {
+		b.End = q.nxt
+	}
+	if b.Start >= b.End {
+		return
+	}
+	l := q.live()
+	var fresh []Range // newly SACKed, merged, in order
+	cur := b.Start
+	j := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End > cur })
+	for cur < b.End {
+		if j < len(q.sacked) && q.sacked[j].Start <= cur {
+			cur = q.sacked[j].End
+			j++
 			continue
 		}
-		l := q.live()
-		var fresh []Range // newly SACKed, merged, in order
-		cur := b.Start
-		j := sort.Search(len(q.sacked), func(k int) bool { return q.sacked[k].End > cur })
-		for cur < b.End {
-			if j < len(q.sacked) && q.sacked[j].Start <= cur {
-				cur = q.sacked[j].End
-				j++
+		gapEnd := b.End
+		if j < len(q.sacked) && q.sacked[j].Start < gapEnd {
+			gapEnd = q.sacked[j].Start
+		}
+		for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
+			q.visits++
+			s := &l[i]
+			if s.Sacked || s.Start < b.Start || s.End > b.End {
 				continue
 			}
-			gapEnd := b.End
-			if j < len(q.sacked) && q.sacked[j].Start < gapEnd {
-				gapEnd = q.sacked[j].Start
+			n := s.Len()
+			q.unlink(q.idOf(i))
+			s.Sacked = true
+			q.sackedBytes += n
+			q.sackedSegs++
+			if s.Lost {
+				s.Lost = false
+				q.lostBytes -= n
 			}
-			for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
-				q.visits++
-				s := &l[i]
-				if s.Sacked || s.Start < b.Start || s.End > b.End {
-					continue
-				}
-				n := s.Len()
-				q.unlink(q.idOf(i))
-				s.Sacked = true
-				q.sackedBytes += n
-				q.sackedSegs++
-				if s.Lost {
-					s.Lost = false
-					q.lostBytes -= n
-				}
-				if s.RetransInFlight {
-					s.RetransInFlight = false
-					q.retxBytes -= n
-				}
-				res.NewlySacked += n
-				res.Delivered += n
-				q.deliver(&d, s, s.End)
-				if k := len(fresh); k > 0 && fresh[k-1].End == s.Start {
-					fresh[k-1].End = s.End
-				} else {
-					fresh = append(fresh, Range{Start: s.Start, End: s.End})
-				}
+			if s.RetransInFlight {
+				s.RetransInFlight = false
+				q.retxBytes -= n
 			}
-			cur = gapEnd
+			res.NewlySacked += n
+			res.Delivered += n
+			q.deliver(d, s, s.End)
+			if k := len(fresh); k > 0 && fresh[k-1].End == s.Start {
+				fresh[k-1].End = s.End
+			} else {
+				fresh = append(fresh, Range{Start: s.Start, End: s.End})
+			}
 		}
-		for _, r := range fresh {
-			q.addSacked(r)
-		}
+		cur = gapEnd
 	}
+	for _, r := range fresh {
+		q.addSacked(r)
+	}
+}
 
+// learn takes what the ACK's deliveries taught: the Karn-clean RTT sample,
+// RACK's newest delivered transmission, reordering and the D-SACK round.
+func (q *Queue) learn(res *AckResult, d *delivery, now time.Duration) {
 	// Karn-clean RTT sample.
 	if d.karn {
 		res.RTT = now - d.karnSent
@@ -514,7 +532,6 @@ func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) Ac
 			q.reoPersist = 16
 		}
 	}
-	return res
 }
 
 // ReoWnd is RFC 8985 §6.2 step 4's reordering window: zero while no
