@@ -60,20 +60,48 @@ func (e *endpoint) processAckField(s *segment, opts *header.TCPOptions, segOff u
 func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uint64, now time.Duration) {
 	// The peer answers: it is alive, whatever its window.
 	e.persistProbes = 0 // control:persist-answered
-	// Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2).
-	if e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff {
-		e.sndWnd = uint64(s.wnd) << e.sndWS
-		e.sndWL1, e.sndWL2 = segOff, ackOff
-		if e.sndWnd > e.maxSndWnd {
-			e.maxSndWnd = e.sndWnd
-		}
-		if e.sndWnd > 0 {
-			e.tPersist.stop()
-		}
-	}
+	e.updateSendWindow(s, segOff, ackOff)
 	if e.q == nil {
 		return
 	}
+	sacks := e.sackRanges(opts, ackOff)
+	e.probe = false // an ACK came: a probe still waiting has done its job
+	wasOutstanding := e.q.Outstanding() > 0
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
+	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
+	progress := ackOff > e.sndUna
+	if progress {
+		e.advanceUna(ackOff)
+	}
+	sample := e.rttSample(res, opts, progress, now)
+	if sample > 0 {
+		e.est.Sample(now, sample)
+	}
+	e.recoveryOnAck(s, opts, res, len(sacks) > 0, progress, wasOutstanding, sample, now)
+	e.q.SetInRecovery(e.rec.InRecovery())
+	e.rearmOnAck(progress)
+}
+
+// updateSendWindow takes the segment's window if it is newer than the last
+// one taken (RFC 9293 §3.10.7.4, SND.WL1/WL2).
+func (e *endpoint) updateSendWindow(s *segment, segOff, ackOff uint64) {
+	if !(e.sndWL1 < segOff || e.sndWL1 == segOff && e.sndWL2 <= ackOff) {
+		return
+	}
+	e.sndWnd = uint64(s.wnd) << e.sndWS
+	e.sndWL1, e.sndWL2 = segOff, ackOff
+	if e.sndWnd > e.maxSndWnd {
+		e.maxSndWnd = e.sndWnd
+	}
+	if e.sndWnd > 0 {
+		e.tPersist.stop()
+	}
+}
+
+// sackRanges unwraps the ACK's SACK blocks into the endpoint's scratch,
+// counting and ignoring blocks outside what was sent.
+func (e *endpoint) sackRanges(opts *header.TCPOptions, ackOff uint64) []rtxq.Range {
 	sacks := e.sackScratch[:0]
 	if e.sackOK {
 		for i, b := range opts.SACKBlocks {
@@ -96,27 +124,27 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 		}
 	}
 	e.sackScratch = sacks[:0]
-	e.probe = false // an ACK came: a probe still waiting has done its job
-	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
-	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
-	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
-	progress := ackOff > e.sndUna
-	if progress {
-		e.sndUna = ackOff
-		dataUna := e.sndUna - 1
-		if end := e.sbuf.End(); dataUna > end {
-			dataUna = end
-		}
-		e.sbuf.Trim(dataUna)
-		e.rec.OnProgress()
-		e.est.ResetBackoff()
-		e.persistBackoff = 0
-		e.notify |= waiterWritable
-		e.growSendBuffer()
+	return sacks
+}
+
+// advanceUna moves SND.UNA to ackOff and frees the acknowledged bytes.
+func (e *endpoint) advanceUna(ackOff uint64) {
+	e.sndUna = ackOff
+	dataUna := e.sndUna - 1
+	if end := e.sbuf.End(); dataUna > end {
+		dataUna = end
 	}
-	// RTT: per-segment send times (Karn-clean, RFC 6298 §3), else the
-	// timestamp echo (RFC 7323 §4.1).
+	e.sbuf.Trim(dataUna)
+	e.rec.OnProgress()
+	e.est.ResetBackoff()
+	e.persistBackoff = 0
+	e.notify |= waiterWritable
+	e.growSendBuffer()
+}
+
+// rttSample is the ACK's RTT sample: per-segment send times (Karn-clean,
+// RFC 6298 §3), else the timestamp echo (RFC 7323 §4.1); 0 for none.
+func (e *endpoint) rttSample(res rtxq.AckResult, opts *header.TCPOptions, progress bool, now time.Duration) time.Duration {
 	sample := res.RTT
 	if sample <= 0 && progress && e.tsOK && opts.TS && opts.TSEcr != 0 {
 		ms := int32(e.tsAt(now) - opts.TSEcr)
@@ -124,17 +152,17 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 			sample = time.Duration(ms)*time.Millisecond + time.Millisecond/2
 		}
 	}
-	if sample > 0 {
-		e.est.Sample(now, sample)
-	}
-	e.recoveryOnAck(s, opts, res, len(sacks) > 0, progress, wasOutstanding, sample, now)
-	e.q.SetInRecovery(e.rec.InRecovery())
+	return sample
+}
+
+// rearmOnAck stops the retransmission timer when nothing is outstanding;
+// on an ACK of new data RFC 6298 §5.3 restarts the RTO, and RFC 8985 §7.2
+// arms the probe timeout instead when a probe may be sent.
+func (e *endpoint) rearmOnAck(progress bool) {
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()
 		e.tlpArmed = false
 	} else if progress {
-		// RFC 6298 §5.3 restarts the RTO on an ACK of new data; RFC 8985
-		// §7.2 arms the probe timeout instead when a probe may be sent.
 		e.tlpArmed = false
 		if !e.armPTO() {
 			e.tRtx.arm(e.est.RTO())
