@@ -25,6 +25,33 @@ func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin
 			return
 		}
 	}
+	dataOff, payload, fin := e.trimToWindow(segOff, payload, fin)
+	if fin {
+		e.finPending = true
+		e.finOff = dataOff + uint64(len(payload))
+	}
+	switch {
+	case len(payload) == 0:
+	case dataOff == e.rcvNxt:
+		e.receiveInOrder(payload, view)
+	default:
+		stored, err := e.ooo.Insert(dataOff, payload)
+		if err != nil || stored < len(payload) {
+			e.p.st.dropOOOFull.Add(uint64(len(payload) - stored))
+		}
+		e.ackNow = true // out of order: ACK at once with SACK (RFC 5681 §4.2)
+	}
+	if e.finPending && e.finOff == e.rcvNxt {
+		e.takeFin()
+	}
+	if e.ackPending >= e.p.opts.StretchAck || e.p.opts.DelayedAck < 0 {
+		e.ackNow = true
+	}
+}
+
+// trimToWindow cuts what lies below RCV.NXT (a duplicate, reported as
+// D-SACK, RFC 2883) and beyond the offered edge (with the FIN it carried).
+func (e *endpoint) trimToWindow(segOff uint64, payload []byte, fin bool) (uint64, []byte, bool) {
 	dataOff := segOff
 	if len(payload) > 0 && dataOff < e.rcvNxt {
 		cut := e.rcvNxt - dataOff
@@ -47,57 +74,49 @@ func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin
 		payload = payload[:keep]
 		fin = false
 	}
-	if fin {
-		e.finPending = true
-		e.finOff = dataOff + uint64(len(payload))
+	return dataOff, payload, fin
+}
+
+// receiveInOrder queues data at RCV.NXT, pulls in what the out-of-order
+// store now joins, and counts it toward the next ACK.
+func (e *endpoint) receiveInOrder(payload []byte, view *buffer.View) {
+	if free := e.rcvRoom(); len(payload) > free {
+		// Cannot happen while the window is honoured (the queue
+		// holds the whole advertised window); keep what fits and
+		// let the rest be retransmitted rather than lose it.
+		e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
+		payload = payload[:free]
 	}
-	if len(payload) > 0 {
-		if dataOff == e.rcvNxt {
-			if free := e.rcvRoom(); len(payload) > free {
-				// Cannot happen while the window is honoured (the queue
-				// holds the whole advertised window); keep what fits and
-				// let the rest be retransmitted rather than lose it.
-				e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
-				payload = payload[:free]
-			}
-			hadHoles := !e.ooo.Empty()
-			e.keepRcv(payload, view)
-			e.rcvNxt += uint64(len(payload))
-			if hadHoles {
-				e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
-				e.ackNow = true // a hole filled: ACK at once (RFC 5681 §4.2)
-			}
-			e.ackPending++
-			if len(payload) < e.smss && len(payload) < e.ourMSS()-40 {
-				// Short segments are not delayed past the peer's Nagle.
-				e.ackPending = e.p.opts.StretchAck
-			}
-			e.notify |= waiterReadable
-		} else {
-			stored, err := e.ooo.Insert(dataOff, payload)
-			if err != nil || stored < len(payload) {
-				e.p.st.dropOOOFull.Add(uint64(len(payload) - stored))
-			}
-			e.ackNow = true // out of order: ACK at once with SACK (RFC 5681 §4.2)
-		}
+	hadHoles := !e.ooo.Empty()
+	e.keepRcv(payload, view)
+	e.rcvNxt += uint64(len(payload))
+	if hadHoles {
+		e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
+		e.ackNow = true // a hole filled: ACK at once (RFC 5681 §4.2)
 	}
-	if e.finPending && e.finOff == e.rcvNxt {
-		e.finPending = false
-		e.finRcvd = true
-		e.rcvNxt++
-		e.ackNow = true
-		e.notify |= waiterReadable | waiterHUpIfDone
-		switch e.state {
-		case StateEstablished:
-			e.state = StateCloseWait
-		case StateFinWait1:
-			e.state = StateClosing
-		case StateFinWait2:
-			e.enterTimeWait()
-		}
+	e.ackPending++
+	if len(payload) < e.smss && len(payload) < e.ourMSS()-40 {
+		// Short segments are not delayed past the peer's Nagle.
+		e.ackPending = e.p.opts.StretchAck
 	}
-	if e.ackPending >= e.p.opts.StretchAck || e.p.opts.DelayedAck < 0 {
-		e.ackNow = true
+	e.notify |= waiterReadable
+}
+
+// takeFin consumes the peer's FIN once every byte before it is in
+// (RFC 9293 §3.10.7.4, eighth step).
+func (e *endpoint) takeFin() {
+	e.finPending = false
+	e.finRcvd = true
+	e.rcvNxt++
+	e.ackNow = true
+	e.notify |= waiterReadable | waiterHUpIfDone
+	switch e.state {
+	case StateEstablished:
+		e.state = StateCloseWait
+	case StateFinWait1:
+		e.state = StateClosing
+	case StateFinWait2:
+		e.enterTimeWait()
 	}
 }
 
