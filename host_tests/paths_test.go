@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netramp/netramp/cc"
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
@@ -17,11 +17,14 @@ type arm struct {
 	opts tcp.Options
 }
 
-var armsABP = []arm{
-	{"A", tcp.Options{Arm: cc.ArmA}},
-	{"B", tcp.Options{Arm: cc.ArmB}},
-	{"P", tcp.Options{Arm: cc.ArmB, Pacing: true}},
-}
+// armsABP is the bench's one arm table (metal/arms), in its order A, B, P.
+var armsABP = func() []arm {
+	var r []arm
+	for _, a := range arms.All() {
+		r = append(r, arm{a.Name, a.Options})
+	}
+	return r
+}()
 
 // pathRun is one transfer on a path and what it measured.
 type pathRun struct {

@@ -34,6 +34,9 @@ var table = []Arm{
 		"Arm: B, Pacing: true (HyStart++ with L = infinity)"},
 }
 
+// All returns a copy of the table, in order: A, B, P.
+func All() []Arm { return append([]Arm(nil), table...) }
+
 // Names returns the arms' names in order: A, B, P.
 func Names() []string {
 	n := make([]string, len(table))
