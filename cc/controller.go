@@ -366,6 +366,7 @@ func (c *Controller) OnAck(a Ack) {
 		c.hystartAck(a, acked, limited)
 	case c.cwnd < c.ssthresh:
 		if limited {
+			// control:cc-l-after-loss
 			c.cwnd = renoSlowStart(c.cwnd, c.ssthresh, acked, c.smss)
 		}
 	default:
@@ -415,6 +416,7 @@ func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
 // RFC 9438 §4.10).
 func (c *Controller) exitSlowStart(now time.Duration) {
 	c.ssthresh = c.cwnd
+	// control:cc-prior-not-set-at-exit
 	c.cwndPrior = c.cwnd
 	c.cub.handOff(now, c.cwnd)
 	c.counters.Exits.Inc()
@@ -425,6 +427,7 @@ func (c *Controller) exitSlowStart(now time.Duration) {
 // recovery (RFC 9438 §4.6, §4.7): ssthresh = max(β·flight, 2·SMSS) and cwnd
 // the same. A loss inside an ongoing recovery or RTO episode reduces nothing.
 func (c *Controller) OnCongestion(now time.Duration, inFlight int) {
+	// control:cc-double-reduction
 	if c.fastRecovery || c.rtoEpisode {
 		c.counters.RepeatLosses.Inc()
 		return
@@ -476,6 +479,7 @@ func (c *Controller) OnRTO(now time.Duration, inFlight int) {
 // (RFC 9438 §4.9), restoring every variable saved at the event, but only if
 // cwnd is still below cwnd_prior: a window that has grown back keeps its state.
 func (c *Controller) OnSpurious(now time.Duration) {
+	// control:cc-undo-always
 	if c.undo == nil || c.cwnd >= c.cwndPrior {
 		return
 	}
@@ -555,6 +559,7 @@ func (c *Controller) noteMax() {
 // with its floor: max(β·flight, 2·SMSS).
 func reducedWindow(flight, smss int) int {
 	w := flight * betaNum / betaDen // exact; flight ≤ maxWindow cannot overflow
+	// control:cc-no-ssthresh-floor
 	if w < 2*smss {
 		w = 2 * smss
 	}

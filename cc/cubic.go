@@ -65,6 +65,7 @@ func (q *cubic) startEpoch(now time.Duration, cwnd int) {
 	q.cwndEpoch = w
 	q.wEst = w
 	q.remainder = 0
+	// control:cc-rto-keeps-wmax
 	if q.afterRTO || q.wMax < w {
 		q.wMax = w
 	}
@@ -85,6 +86,7 @@ func (q *cubic) handOff(now time.Duration, cwnd int) {
 // so W_max is lowered to cwnd·(1+β)/2 to release bandwidth sooner.
 func (q *cubic) onReduction(cwnd int) {
 	w := float64(cwnd)
+	// control:cc-no-fast-convergence
 	if q.fc && w < q.wMax {
 		q.wMax = w * (1 + beta) / 2
 	} else {
@@ -110,6 +112,7 @@ func (q *cubic) excludeUntil(now time.Duration) {
 
 // alpha is §4.3's α_cubic: 3(1−β)/(1+β) until W_est reaches cwnd_prior, then 1.
 func (q *cubic) alpha(cwndPrior int) float64 {
+	// control:cc-alpha-never-one
 	if q.wEst >= float64(cwndPrior) {
 		return 1
 	}
@@ -132,6 +135,7 @@ func (q *cubic) onAck(now time.Duration, acked int, cwnd *int, cwndPrior int, rt
 		q.startEpoch(now, *cwnd)
 	}
 	if !limited {
+		// control:cc-app-limited-time-counted
 		q.excludeUntil(now)
 		return false
 	}
@@ -174,9 +178,11 @@ func (q *cubic) step(t, ahead, part float64, cwnd *int, cwndPrior int) (renoFrie
 
 	// §4.4/§4.5: the target one RTT ahead, held within [cwnd, 1.5·cwnd].
 	target := q.wCubic(ahead)
+	// control:cc-no-floor
 	if target < w {
 		target = w
 	}
+	// control:cc-no-cap
 	if target > 1.5*w {
 		target = 1.5 * w
 	}
@@ -185,6 +191,7 @@ func (q *cubic) step(t, ahead, part float64, cwnd *int, cwndPrior int) (renoFrie
 		inc = target - w
 	}
 	whole := math.Floor(inc)
+	// control:cc-no-remainder
 	q.remainder = inc - whole
 	*cwnd = int(math.Min(w+whole, maxWindow))
 	return false

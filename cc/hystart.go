@@ -11,12 +11,17 @@ import (
 //
 // Constants are RFC 9406 §4.3's.
 const (
-	hsMinRTTThresh  = 4 * time.Millisecond
+	hsMinRTTThresh = 4 * time.Millisecond
+	// control:cc-max-rtt-thresh-32ms
 	hsMaxRTTThresh  = 16 * time.Millisecond
 	hsMinRTTDivisor = 8
-	hsNRTTSample    = 8
-	hsCSSGrowthDiv  = 4
-	hsCSSRounds     = 5
+	// control:cc-one-sample
+	hsNRTTSample = 8
+	// control:cc-css-divisor-one
+	hsCSSGrowthDiv = 4
+	// control:host-hystart-never-exits
+	// control:hosttests-stretch-css-never-completes
+	hsCSSRounds = 5
 	// hsL is L, the per-ACK growth cap in segments, for every sender.
 	// Departure from RFC 9406 §4.3, which lets a pacing sender use
 	// L = infinity: with stretch ACKs (16 segments or more an ACK) that
@@ -25,6 +30,8 @@ const (
 	// on 100 Mbit/s, 50 ms, one ACK per 16 segments and a 1 BDP queue, the
 	// largest burst of drops was 225 KB with L = infinity against 6 KB with
 	// L = 8. It is safe: it grows no faster than the RFC allows.
+	// control:cc-l-one
+	// control:hosttests-matrix-arm-b-never-grows
 	hsL   = 8
 	noRTT = time.Duration(math.MaxInt64)
 	// hsMaxRTTSample bounds a sample so last + RttThresh cannot overflow.
@@ -90,6 +97,7 @@ func (h *hystart) startRoundIfNone(sndNxt uint64) {
 // of that in CSS with the remainder carried, so CSS's growth over many ACKs is
 // exactly a quarter of slow start's (RFC 9406 §4.2).
 func (h *hystart) growth(acked, smss int) int {
+	// control:hosttests-stretch-ack-growth-unlimited
 	g := min(acked, hsL*smss)
 	if !h.css {
 		return g
@@ -149,13 +157,18 @@ func (h *hystart) onRTT(rtt time.Duration) (ev hsEvent) {
 	recent := h.recentMin()
 	switch {
 	case !h.css:
+		// control:cc-css-entry-on-round-minimum
+		// control:cc-entry-on-first-round
+		// control:cc-strict-threshold
 		if h.lastRoundMin != noRTT && recent >= h.lastRoundMin+rttThresh(h.lastRoundMin) {
 			h.enterCSS(recent, &ev)
 		}
+	// control:cc-no-resume
 	case recent < h.cssBaseline:
 		h.css = false
 		h.cssBaseline = noRTT
 		ev.resumed = true
+	// control:cc-css-no-exit-on-second-rise
 	case h.paced && recent >= h.cssBaseline+rttThresh(h.cssBaseline):
 		h.stop()
 		ev.exit = true
@@ -172,6 +185,7 @@ func (h *hystart) enterCSS(baseline time.Duration, ev *hsEvent) {
 	h.cssRounds = 0
 	h.cssRemainder = 0
 	ev.entered = true
+	// control:cc-entry-round-always-first
 	ev.firstInRound = !h.enteredThisRound
 	h.enteredThisRound = true
 }
@@ -185,6 +199,7 @@ func (h *hystart) onCumAck(sndUna, sndNxt uint64) (exit bool) {
 	if !h.active || !h.roundOpen || sndUna < h.windowEnd {
 		return false
 	}
+	// control:cc-entry-round-never-reset
 	h.enteredThisRound = false
 	h.lastRoundMin = h.currentRoundMin
 	h.currentRoundMin = noRTT
@@ -193,6 +208,7 @@ func (h *hystart) onCumAck(sndUna, sndNxt uint64) (exit bool) {
 	h.roundOpen = sndNxt > sndUna
 	if h.css {
 		h.cssRounds++
+		// control:cc-css-rounds-plus-one
 		if h.cssRounds >= hsCSSRounds {
 			h.stop()
 			return true

@@ -46,14 +46,19 @@ func (g *gate) limited() bool { return g.isLim }
 // stopIsLimited is the gate's rule for one stop: may the ACKs after it grow cwnd?
 func stopIsLimited(arm Arm, reason StopReason, inFlight, cwnd, smss int) bool {
 	switch reason {
+	// control:cc-app-stop-limited
 	case StopCwnd:
 		return true
 	case StopCard:
+		// control:cc-card-always-limited
 		if arm == ArmA {
 			return cwnd-inFlight < smss
 		}
 		// At least half of cwnd in flight: 2·inFlight ≥ cwnd, exact for odd
 		// cwnd, written so it cannot overflow.
+		// control:cc-half-less-a-segment
+		// control:cc-old-card-rule-in-arm-b
+		// control:cc-quarter-window
 		return inFlight >= cwnd-inFlight
 	default:
 		// StopApp, StopPeerWindow and any unknown reason: not limited by cwnd.

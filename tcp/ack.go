@@ -188,10 +188,12 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 	// DeliveredData without SACK). ACKs that carry blocks go to RACK instead.
 	dupDelivered := uint64(0)
 	renoEnter := false
+	// control:tcp-sackless-dupacks-ignored-with-sack
 	if !sacked {
 		switch {
 		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
 			dupDelivered = uint64(e.smss)
+			// control:tcp-no-dupack-recovery-without-sack
 			renoEnter = e.rec.OnDupAck()
 		case progress:
 			e.rec.OnPartialAck(e.sndUna)
@@ -201,6 +203,7 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 	// reduces the window without first growing it (RFC 9438 §4.6: cwnd does
 	// not grow in recovery, and cwnd_prior is the window before the loss).
 	srtt := e.est.SRTT()
+	// control:tcp-growth-before-loss-detection-1
 	if e.sackOK {
 		lost, reo := e.q.DetectLoss(now, srtt)
 		if reo > 0 {
@@ -215,8 +218,10 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 	if renoEnter && e.rec.StartNewReno(e.sndUna, e.sndNxt) {
 		e.startedRecovery(now)
 	}
+	// control:tcp-growth-before-loss-detection-2
 	acked := res.CumAcked + res.NewlySacked
 	e.ctl.OnAck(cc.Ack{
+		// control:tcp-stretch-ack-reported-as-one-segment
 		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
 		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
 	})

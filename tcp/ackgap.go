@@ -41,6 +41,7 @@ func (g *ackGaps) timedOut() { g.open = false }
 // longest gap seen, or unknown (the worst-case delayed ACK, WCDelAckT) until
 // an ACK has shown one.
 func (g *ackGaps) allowance(unknown time.Duration) time.Duration {
+	// control:hosttests-pto-ignores-ack-aggregation
 	if !g.seen {
 		return max(unknown, 0)
 	}

@@ -50,6 +50,7 @@ func (e *endpoint) Write(p tcpip.Payloader, opts tcpip.WriteOptions) (int64, tcp
 	}
 	if e.sbuf.Free() == 0 {
 		e.mu.Unlock()
+		// control:hosttests-full-send-buffer-is-an-error
 		return 0, &tcpip.ErrWouldBlock{}
 	}
 	var total int64

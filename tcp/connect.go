@@ -86,6 +86,7 @@ func (e *endpoint) initConn() {
 	if e.sbuf == nil {
 		e.sbuf = sendbuf.New(min(initialSendBuffer, o.SendBufferMax))
 	}
+	// control:hosttests-no-segment-cap
 	e.maxSegs = o.SendBufferMax/max(e.smss, segCapMSS) + 64
 	e.q = rtxq.New(e.maxSegs)
 	e.rec = recovery.New(e.smss)
@@ -104,6 +105,7 @@ func (e *endpoint) initConn() {
 		max = 0xffff
 	}
 	e.tuner = autotune.New(e.rcvBuf, max)
+	// control:tcp-receive-buffer-at-handshake-1
 	if o.Credit != nil && e.route != nil {
 		e.credit = o.Credit(e.route.NICID())
 	}

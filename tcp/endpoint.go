@@ -149,12 +149,13 @@ type endpoint struct {
 	sackIn      [4]header.SACKBlock // the inbound segment's SACK blocks (parseOptions)
 
 	// receive side
-	irs         uint32
-	rcvNxt      uint64
-	rcvAdv      uint64       // right edge advertised on the wire (never moves left: RFC 9293 §3.8.6.2.1)
-	rcvPromise  uint64       // the edge before scaling rounds it up
-	rcvBuf      int          // current receive buffer (autotuned)
-	rcvq        rcvbuf.Queue // in-order bytes not yet read
+	irs        uint32
+	rcvNxt     uint64
+	rcvAdv     uint64       // right edge advertised on the wire (never moves left: RFC 9293 §3.8.6.2.1)
+	rcvPromise uint64       // the edge before scaling rounds it up
+	rcvBuf     int          // current receive buffer (autotuned)
+	rcvq       rcvbuf.Queue // in-order bytes not yet read
+	// control:tcp-receive-buffer-at-handshake-2
 	ooo         *reasm.Store
 	tuner       *autotune.Tuner
 	rcvRTT      autotune.RcvRTT // receiver-side RTT estimate, for autotuning

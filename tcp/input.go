@@ -60,6 +60,7 @@ func (e *endpoint) newIncarnation(s *segment) bool {
 		return false
 	}
 	above := int32(s.seq-wire(e.irs, e.rcvNxt)) > 0
+	// control:tcp-timewait-syn-no-ts-check
 	if !e.tsOK || !e.tsRecentSet {
 		return above
 	}

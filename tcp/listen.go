@@ -86,6 +86,7 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	switch {
 	case s.has(header.TCPFlagRst):
 		return
+	// control:tcp-listener-synack-opens
 	case s.has(header.TCPFlagAck) && s.has(header.TCPFlagSyn):
 		// Any ACK is bad in LISTEN, a SYN-ACK included: RST <SEQ=SEG.ACK>,
 		// and no child (RFC 9293 §3.10.7.2, second check).
@@ -137,6 +138,8 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	}
 	so := header.ParseSynOptions(s.opts, false)
 	if l.synQueue >= l.maxSynQueue() {
+		// control:hosttests-flood-no-syn-cookies
+		// control:tcp-no-syn-cookies
 		e.sendCookie(id, pkt, s, &so, now)
 		return
 	}

@@ -83,6 +83,8 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 	}
 	n := int(dataEnd - start)
 	var ob [40]byte
+	// control:hosttests-sack-options-not-counted-in-mss-1
+	// control:tcp-sack-options-beyond-mss-1
 	opts := e.dataOptions(ob[:], true, e.mss-n)
 	flags := header.TCPFlagAck
 	if fin {
@@ -91,6 +93,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 	var payload buffer.Buffer
 	if n > 0 {
 		payload = e.sbuf.Clone(start-1, n) // shares the queue's bytes: no copy
+		// control:tcp-segment-copies-payload
 		flags |= header.TCPFlagPsh
 	}
 	wnd := e.rcvWindow()
@@ -117,6 +120,8 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 // maxPayload is the payload of a new full segment now: the MSS less the
 // options it will carry (timestamps, and SACK blocks while the receive side
 // has holes), never more than the SMSS cc counts in.
+// control:hosttests-sack-options-not-counted-in-mss-2
+// control:tcp-sack-options-beyond-mss-2
 func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes()), 1) }
 
 // output is one send opportunity (ARCHITECTURE.md "How a segment travels"):
@@ -144,6 +149,7 @@ func (e *endpoint) output() {
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
 	for {
+		// control:tcp-card-judged-first
 		c, stop, ok := e.nextSegment(smss, cwnd)
 		if !ok {
 			reason = stop
@@ -317,6 +323,7 @@ func (e *endpoint) sendNew(c candidate, now time.Duration) bool {
 // cardStopped reports that the card has no room for another segment beyond
 // those already waiting in the outbox.
 func (e *endpoint) cardStopped() bool {
+	// control:tcp-loss-probe-skips-card-check
 	if e.credit == nil {
 		return false
 	}
@@ -342,6 +349,7 @@ func (e *endpoint) waitCredit() {
 // paceWait reports whether the pacer holds a size-byte segment, arming the
 // pacing timer if so.
 func (e *endpoint) paceWait(now time.Duration, size int) bool {
+	// control:tcp-pacing-never-waits
 	if e.pace == nil || !e.est.HasSample() {
 		return false
 	}
@@ -398,6 +406,7 @@ func (e *endpoint) refused(segs []outSeg) {
 			e.ackNow = true
 		}
 	}
+	// control:tcp-card-refusal-counted-in-flight
 	if rolled && rollTo >= e.sndUna && rollTo < e.sndNxt {
 		if err := e.q.Truncate(rollTo); err != nil {
 			// rollTo is where a segment the sender pushed began, so this

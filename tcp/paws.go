@@ -31,6 +31,7 @@ const (
 // a reordered one, whose bytes are needed, or whose duplicate earns the
 // D-SACK (RFC 2883) that lets the sender undo a spurious retransmission.
 func (e *endpoint) pawsRejects(s *segment, opts *header.TCPOptions, segOff uint64, now time.Duration) bool {
+	// control:tcp-paws-off
 	if !e.tsOK || !opts.TS || s.has(header.TCPFlagRst) || !e.tsRecentSet || now-e.tsRecentT >= pawsIdle {
 		return false
 	}
@@ -38,6 +39,8 @@ func (e *endpoint) pawsRejects(s *segment, opts *header.TCPOptions, segOff uint6
 	if lag <= 0 {
 		return false
 	}
+	// control:hosttests-paws-no-reorder-tolerance
+	// control:tcp-paws-no-reorder-tolerance
 	return len(s.payload) == 0 || segOff >= e.rcvAdv || lag >= pawsReorderTicks
 }
 
@@ -51,6 +54,7 @@ func (e *endpoint) updateTSRecent(opts *header.TCPOptions, segOff uint64, now ti
 	if !e.tsOK || !opts.TS || segOff > e.lastAckSent {
 		return
 	}
+	// control:tcp-ts-recent-moves-back
 	if e.tsRecentSet && int32(opts.TSVal-e.tsRecent) < 0 && now-e.tsRecentT < pawsIdle {
 		return
 	}

@@ -42,6 +42,7 @@ func (e *endpoint) owedAck(s *segment, segOff uint64, now time.Duration) {
 // limitedAck asks for an ACK unless the connection sent one for an
 // unacceptable segment less than invalidAckInterval ago.
 func (e *endpoint) limitedAck(now time.Duration) bool {
+	// control:hosttests-invalid-acks-unlimited
 	if e.invalidAckSent && now-e.invalidAckAt < invalidAckInterval {
 		e.p.st.acksRateLimited.Inc()
 		return false
@@ -94,6 +95,7 @@ func (l *stackLimit) allow(now time.Duration) bool {
 		half := l.limit / 2
 		l.start, l.n, l.max = now, 0, l.limit-half+int((l.seed>>33)%uint64(half+1))
 	}
+	// control:tcp-no-stack-challenge-limit
 	if l.n >= l.max {
 		return false
 	}

@@ -315,6 +315,7 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 	}
 	unit := Metrics[r.Metric]
 	tx, ty := timebase(rows, r.X), timebase(rows, r.Y)
+	// control:metal-judge-mixed-timebases-compared
 	if tx != ty || tx == "mixed" {
 		v.Detail = fmt.Sprintf("%s ran in %s time, %s in %s time: rows of different time bases ran on two emulations of the path, and are not compared",
 			r.X, orUnknown(tx), r.Y, orUnknown(ty))
@@ -326,6 +327,7 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 	switch r.Kind {
 	case AtLeastSlowest:
 		mX := report.Median(xs)
+		// control:metal-judge-parity-against-median
 		slow := ys[0]
 		for _, y := range ys {
 			slow = math.Min(slow, y)
@@ -360,6 +362,7 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 		}
 		won := 0
 		for i := 0; i < pairs; i++ {
+			// control:metal-judge-flipped-comparison
 			if (r.Greater && xs[i] > ys[i]) || (!r.Greater && xs[i] < ys[i]) {
 				won++
 			}

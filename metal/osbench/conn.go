@@ -47,6 +47,7 @@ func (s *Sink) Serve(conn net.Conn, accepted time.Time) (Report, error) {
 	if ht == 0 {
 		ht = DefaultHelloTimeout
 	}
+	// control:metal-hello-without-deadline
 	_ = conn.SetReadDeadline(time.Now().Add(ht)) // deadlines are real time even in virtual-time runs
 	h, err := ReadHello(conn)
 	if err != nil {

@@ -85,6 +85,7 @@ func (r Row) Recv(d time.Duration) (mb float64, measured bool) {
 		}
 		sum += float64(v)
 	}
+	// control:metal-table-mib
 	return sum / float64(len(r.Conns)) / 1e6, measured
 }
 

@@ -475,6 +475,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 			reclaimed = e.reclaimLocked() > 0 || reclaimed
 		}
 		if e.tx.free() == 0 {
+			// control:i219-retry-budget-per-frame
 			e.st.txRingFull.Inc()
 			for e.tx.free() == 0 && spent < TxRetryBudget {
 				step := min(txRetryStep, TxRetryBudget-spent)
@@ -529,6 +530,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 // (reclaim, credit) keep the lock for microseconds; the writer yields
 // while they do.
 func (e *Endpoint) lockTX() bool {
+	// control:i219-writer-waits-for-reset
 	for !e.txMu.TryLock() {
 		if e.resetting.Load() {
 			return false

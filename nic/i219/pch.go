@@ -90,6 +90,7 @@ func (d *dev) disableULP() error {
 		return err
 	}
 	defer d.releaseSWFlag()
+	// control:i219-ulp-no-lanphypc
 	d.toggleLANPHYPC()
 	smb, err := d.readPHYPage(smbCtrlPage, smbCtrlReg)
 	if err != nil {

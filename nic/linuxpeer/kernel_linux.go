@@ -32,6 +32,7 @@ func (k *Kernel) Namespace() *netns.NS { return k.ns }
 // control sets the per-socket congestion control: the host default may be
 // bbr, and a bench arm must say which algorithm it measured.
 func (k *Kernel) control(_, _ string, rc syscall.RawConn) error {
+	// control:linuxpeer-no-per-socket-cc
 	if k.cc == "" {
 		return nil
 	}

@@ -63,6 +63,7 @@ func (c *Config) fill(kernelSides ...string) error {
 		if s == "BtoA" {
 			d = c.Wire.BtoA
 		}
+		// control:linuxpeer-kernel-ring-accepted
 		if d.TxRing != 0 {
 			return fmt.Errorf("%w: Wire.%s.TxRing = %d, want 0: the kernel feeds that side, and its own device queue is its card",
 				ErrBadConfig, s, d.TxRing)

@@ -179,6 +179,7 @@ func (e *Endpoint) Attach(d stack.NetworkDispatcher) {
 		e.closeMu.Lock()
 		started := e.started
 		e.closeMu.Unlock()
+		// control:tap-reader-survives-detach
 		if started {
 			e.dev.Close()
 		}
@@ -294,6 +295,7 @@ func (e *Endpoint) writeOne(bufs [][]byte, spent *time.Duration) (int, error) {
 			}
 			return 0, err
 		}
+		// control:tap-no-retry-on-eagain
 		if *spent >= TxRetryBudget {
 			e.c.TxFull.Inc()
 			e.tx.full.Store(true)
@@ -333,6 +335,7 @@ func (e *Endpoint) readLoop() {
 			e.c.RxDrops.Inc()
 			continue
 		}
+		// control:tap-gso-delivered-whole
 		if h.GSOType != VnetGSONone {
 			// Split like a NIC's TSO would, so the stack sees MSS-sized
 			// segments and ACKs each pair as it would on a wire.

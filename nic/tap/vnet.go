@@ -71,6 +71,7 @@ func (h VnetHdr) Encode(b []byte) {
 // sum in the field and expects the device to add the rest (virtio 1.1
 // §5.1.6.2).
 func FinishChecksum(h VnetHdr, pkt []byte) error {
+	// control:tap-partial-checksum-left
 	if h.Flags&VnetFlagNeedsCsum == 0 {
 		return nil
 	}
@@ -144,6 +145,7 @@ func Segment(h VnetHdr, frame []byte, l3 int, emit func([]byte)) error {
 			f &^= header.TCPFlagCwr // CWR goes on the first segment only (RFC 3168 §6.1.2)
 		}
 		if off+n < len(payload) {
+			// control:tap-fin-on-every-segment
 			f &^= header.TCPFlagFin | header.TCPFlagPsh // only the last segment ends the burst
 		}
 		t.SetFlags(uint8(f))

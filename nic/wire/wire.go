@@ -364,6 +364,7 @@ func (w *Wire) deliverLocked(it work) {
 	w.traceLocked(it.at, d, TraceDeliver, it.frame)
 	w.pcapLocked(d.to.side, it.frame)
 	queued := false
+	// control:wire-stack-input-on-releaser
 	if sink == nil && d.to.rx != nil {
 		// Real time: the stack's input goroutine takes it from here.
 		if !d.to.rx.putLocked(it.frame) {
@@ -412,6 +413,7 @@ func dispatch(disp stack.NetworkDispatcher, frame []byte) {
 func (d *direction) countDataLocked(isData bool) {
 	if r := d.reverse; r.cfg.AckAggSegments > 0 && isData {
 		r.dataSeen++
+		// control:wire-ackagg-count
 		if r.dataSeen >= r.cfg.AckAggSegments {
 			r.dataSeen = 0
 			if len(r.held) > 0 {
@@ -538,6 +540,7 @@ func newDirection(w *Wire, idx int, cfg Dir, rtt time.Duration, mtu uint32, seed
 		cfg: cfg,
 		// One PCG stream per direction, so one direction's draws never
 		// shift the other's.
+		// control:wire-seed
 		rng:         rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15+uint64(idx))),
 		queueBytes:  cfg.QueueBytes,
 		queueFrames: cfg.QueueFrames,
@@ -568,6 +571,7 @@ func (d *direction) name() string {
 // bits/s, carrying the sub-nanosecond remainder in *rem across back-to-back
 // frames so that a long train holds the rate exactly.
 func serialise(size int, rate int64, rem *int64) time.Duration {
+	// control:wire-rate
 	num := int64(size+EthernetOverhead)*8*int64(time.Second) + *rem
 	*rem = num % rate
 	return time.Duration(num / rate)
@@ -577,6 +581,7 @@ func serialise(size int, rate int64, rem *int64) time.Duration {
 // ring is full (the frame is refused and counted).
 func (d *direction) writeLocked(frame []byte, now time.Duration) bool {
 	w := d.w
+	// control:wire-ring-credit
 	if d.cfg.TxRing > 0 && d.ringUsed >= d.cfg.TxRing {
 		d.stats.DropRing++
 		d.ctr.add(&d.ctr.dropRing, 1)
@@ -639,6 +644,7 @@ func (d *direction) admitLocked(frame []byte, t time.Duration) {
 // delivered no data segment for AckAggGap by t: an ACK then passes at once
 // (behind any still held), since the burst it answers has ended.
 func (d *direction) otherIdle(t time.Duration) bool {
+	// control:hosttests-t14-model-no-ack-gap-1
 	return d.cfg.AckAggGap > 0 && (!d.sawData || t-d.lastData >= d.cfg.AckAggGap)
 }
 
@@ -665,6 +671,7 @@ func (d *direction) gapCheckLocked(t time.Duration) {
 		return
 	}
 	d.gapArmed = false
+	// control:hosttests-t14-model-no-ack-gap-2
 	if len(d.held) > 0 {
 		d.releaseLocked(t)
 	}
@@ -674,6 +681,7 @@ func (d *direction) gapCheckLocked(t time.Duration) {
 // dep: per frame, or once per JitterPeriod.
 func (d *direction) jitterLocked(dep time.Duration) time.Duration {
 	p := d.cfg.JitterPeriod
+	// control:hosttests-t14-model-jitter-per-frame
 	if p == 0 {
 		return time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
 	}
@@ -750,6 +758,7 @@ func coalesce(held [][]byte, keys []flowKey, drop func([]byte)) ([][]byte, []flo
 		superseded := false
 		if keys[i].ok {
 			for j := i + 1; j < len(held); j++ {
+				// control:wire-ack-coalesce-keeps-all
 				if keys[j] == keys[i] {
 					superseded = true
 					break
@@ -909,6 +918,7 @@ func (d *direction) corrupt(frame []byte) []byte {
 
 func (d *direction) takeWaitersLocked(dst []func()) []func() {
 	for _, wt := range d.waiters {
+		// control:wire-ring-cancel
 		if !wt.done {
 			wt.done = true
 			dst = append(dst, wt.f)

@@ -64,6 +64,7 @@ func (c *Clock) Elapsed() time.Duration {
 // timer already due at this instant, never synchronously here.
 func (c *Clock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
 	t := &Timer{c: c, f: f, index: -1}
+	// control:vclock-zero-delay
 	c.mu.Lock()
 	c.scheduleLocked(t, d)
 	c.mu.Unlock()
@@ -202,6 +203,7 @@ func (h timerHeap) Less(i, j int) bool {
 	if h[i].when != h[j].when {
 		return h[i].when < h[j].when
 	}
+	// control:vclock-order
 	return h[i].seq < h[j].seq
 }
 func (h timerHeap) Swap(i, j int) {

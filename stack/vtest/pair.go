@@ -113,6 +113,7 @@ func NewPairLinks(cfg wire.Config, a, b stack.Options, seed int64, wrap LinkWrap
 	a.NICs = []stack.NIC{{Link: la, Addr: netip.PrefixFrom(AddrA, 24), Name: "wire-a"}}
 	b.NICs = []stack.NIC{{Link: lb, Addr: netip.PrefixFrom(AddrB, 24), Name: "wire-b"}}
 	if a.Seed == 0 {
+		// control:hosttests-vtest-seed-from-clock
 		a.Seed = seed
 	}
 	if b.Seed == 0 {

@@ -78,6 +78,7 @@ func OneTransfer(r Run) (*Result, error) {
 	runErr := p.Run(si.Done, r.Horizon)
 	res := measure(p, so, si)
 	if runErr != nil {
+		// control:vtest-horizon-result-dropped
 		return res, fmt.Errorf("%w (received %d of %d)", runErr, si.Bytes(), r.Bytes)
 	}
 	if err := Check(so, si, r.Bytes); err != nil {

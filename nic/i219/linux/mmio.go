@@ -25,5 +25,6 @@ func (m mmio) Read32(off uint32) uint32 {
 //
 //go:noinline
 func (m mmio) Write32(off uint32, v uint32) {
+	// control:i219-register-write-reads
 	*(*uint32)(unsafe.Pointer(&m.mem[off])) = v
 }

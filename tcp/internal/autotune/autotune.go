@@ -58,6 +58,7 @@ func (t *Tuner) OnRead(now time.Duration, n int, rttEstimate time.Duration) (new
 	t.read = 0
 	t.start = now
 	target := 2 * copied
+	// control:tcpinternal-autotune-no-growth-anticipation
 	if grow := copied - t.lastRound; grow > 0 && t.lastRound > 0 {
 		target += 2 * grow
 	}

@@ -54,6 +54,7 @@ func (p *Pacer) refill(now time.Duration) {
 		return
 	}
 	p.tokens += p.rate * (now - p.last).Seconds()
+	// control:tcpinternal-pacer-burst-unbounded
 	if p.tokens > float64(p.burst) {
 		p.tokens = float64(p.burst)
 	}

@@ -176,6 +176,8 @@ func (s *Store) Insert(off uint64, p []byte) (stored int, err error) {
 			gapEnd = s.spans[j].Start
 		}
 		n := int(gapEnd - cur)
+		// control:tcpinternal-reasm-store-half-of-limit
+		// control:tcpinternal-reasm-store-quarter-of-limit
 		if room := s.limit - s.bytes; n > room {
 			n = room
 		}
@@ -257,6 +259,7 @@ func (s *Store) place(off uint64, piece []byte) bool {
 // compact joins a span's chunks into one when they outnumber its bytes/64+1.
 func (s *Store) compact(i int) {
 	sp := &s.spans[i]
+	// control:tcpinternal-reasm-no-compaction
 	if uint64(sp.chunks.len()) <= sp.Len()/bytesPerChunk+1 {
 		return
 	}
@@ -343,6 +346,7 @@ func (s *Store) Blocks(dst []Range) []Range {
 		} else {
 			j = k - 1
 		}
+		// control:tcpinternal-reasm-blocks-by-offset
 		for j > 0 && st[j-1] < sp.stamp {
 			dst[j], st[j] = dst[j-1], st[j-1]
 			j--

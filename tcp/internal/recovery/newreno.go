@@ -43,6 +43,7 @@ func (r *Recovery) StartNewReno(sndUna, sndNxt uint64) bool {
 // sndUna: inside a NewReno recovery and below its point it is a partial ACK,
 // and the new head is retransmitted at once (RFC 6582 §3.2 step 3).
 func (r *Recovery) OnPartialAck(sndUna uint64) {
+	// control:tcp-newreno-partial-ack-ignored
 	if r.state == NewReno && sndUna < r.point {
 		r.reno.head = true
 		r.fastRtx = true

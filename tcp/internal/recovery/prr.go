@@ -27,10 +27,12 @@ func (r *Recovery) OnDelivered(delivered, pipe, ssthresh uint64) {
 	var sndcnt int64
 	if pipe > ss {
 		// CEIL(prr_delivered · ssthresh / RecoverFS) - prr_out
+		// control:tcp-recovery-without-prr
 		sndcnt = int64((p.delivered*ss+p.recoverFS-1)/p.recoverFS) - int64(p.out)
 	} else {
 		// PRR-SSRB: min(ssthresh - pipe, max(prr_delivered - prr_out, DeliveredData) + MSS)
 		limit := int64(max(p.delivered-min(p.out, p.delivered), delivered)) + int64(r.smss)
+		// control:tcpinternal-recovery-prr-ssrb-unbounded
 		sndcnt = min(int64(ss-pipe), limit)
 	}
 	p.sndcnt = max(sndcnt, 0)

@@ -92,6 +92,7 @@ func (r *Recovery) OnProgress() {
 // point (RFC 6675 §5, RFC 6582 §3.2 step 3, RFC 8985 §6.3), and reports
 // whether it did: the caller tells cc (OnRecoveryEnd).
 func (r *Recovery) MaybeEnd(sndUna uint64) bool {
+	// control:tcpinternal-recovery-ends-before-point
 	if r.state == Open || sndUna < r.point {
 		return false
 	}
@@ -143,6 +144,7 @@ func (r *Recovery) OnSent(n uint64, rtx bool) {
 		r.prr.sent(n)
 	}
 	if rtx {
+		// control:tcp-ack-clocked-retransmit-counts-toward-giveup
 		r.fastRtx = false
 		r.undo.retransmitted()
 	}

@@ -18,6 +18,7 @@ package recovery
 // which leaves the rest of an RTO recovery to slow start; it is safe because
 // PRR never sends more than ssthresh allows (RFC 6937 §3, PRR-SSRB).
 func (r *Recovery) OnLoss(sndUna, sndNxt uint64) bool {
+	// control:tcpinternal-recovery-second-fast-recovery
 	if r.usesPRR() {
 		return false
 	}

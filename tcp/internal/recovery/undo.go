@@ -46,6 +46,7 @@ func (r *Recovery) OnEvidence(ev Evidence) bool {
 	allDSACKed := false
 	if u.possible && ev.DSACKOfRetransmission && u.retrans > 0 {
 		u.retrans--
+		// control:tcp-one-dsack-undoes-recovery
 		allDSACKed = u.retrans == 0
 	}
 	if !u.possible || !spuriousRTO && !allDSACKed {

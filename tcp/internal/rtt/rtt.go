@@ -19,6 +19,7 @@ const (
 	// spurious timeout is detected and undone (RFC 8985 §6.3, RFC 9438 §4.9),
 	// and backoff still doubles the timer on every repeat, so a congested path
 	// sees at most one extra retransmission per RTO.
+	// control:hosttests-pilot-stall-long-min-rto
 	DefaultMinRTO = 200 * time.Millisecond
 	// DefaultMaxRTO is above RFC 6298 §2.5's floor of 60 s for the maximum.
 	DefaultMaxRTO = 120 * time.Second
@@ -90,12 +91,15 @@ func (e *Estimator) Sample(now, rtt time.Duration) {
 		e.srtt = rtt
 		e.rttvar = rtt / 2
 	} else {
+		// control:tcpinternal-rtt-variance-after-srtt-1
 		d := e.srtt - rtt
 		if d < 0 {
 			d = -d
 		}
+		// control:tcpinternal-rtt-variance-after-srtt-2
 		// RTTVAR first, with the old SRTT (§2.3); beta = 1/4, alpha = 1/8.
 		e.rttvar = (3*e.rttvar + d) / 4
+		// control:tcpinternal-rtt-variance-after-srtt-3
 		e.srtt = (7*e.srtt + rtt) / 8
 	}
 	e.backoffs = 0

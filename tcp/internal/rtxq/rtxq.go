@@ -211,6 +211,8 @@ func (q *Queue) Push(start, end uint64, now time.Duration, fin bool) error {
 		q.base += uint64(q.head)
 		q.head = 0
 	}
+	// control:hosttests-send-order-by-time-1
+	// control:tcpinternal-rtxq-send-order-by-time-1
 	q.segs = append(q.segs, Seg{Start: start, End: end, FirstSent: now, LastSent: now, Fin: fin, xmit: q.sendSeq})
 	q.link(q.idOf(q.Len() - 1))
 	q.nxt = end
@@ -246,6 +248,8 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	now = q.sent(now)
 	s.Retrans++
 	s.LastSent = now
+	// control:hosttests-send-order-by-time-2
+	// control:tcpinternal-rtxq-send-order-by-time-2
 	s.xmit = q.sendSeq
 	if !s.RetransInFlight && !s.Sacked {
 		s.RetransInFlight = true
@@ -308,6 +312,7 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 		if !d.plain || end < d.minPlain {
 			d.minPlain, d.plain = end, true
 		}
+		// control:tcpinternal-rtxq-rack-ignores-echo
 	} else if d.echo > 0 && s.LastSent >= d.echo {
 		// RFC 8985 §6.2 step 2, first condition (Karn, RFC 6298 §3): the
 		// timestamp echo is older than the latest transmission, so the ACK
@@ -512,6 +517,7 @@ func (q *Queue) learn(res *AckResult, d *delivery, now time.Duration) {
 	}
 	// Step 3: a never-retransmitted segment delivered below the highest
 	// delivered end is reordering.
+	// control:tcpinternal-rtxq-no-reorder-detection
 	if d.plain && d.minPlain < q.fack {
 		q.reorderingSeen = true
 	}
@@ -641,6 +647,7 @@ func (q *Queue) OnRTO(now time.Duration) {
 		if !markable(s) {
 			continue
 		}
+		// control:hosttests-blackout-recovery-crawl
 		if i == 0 || !q.rackValid || s.LastSent+q.rackRTT+reo-now <= 0 {
 			q.markLost(q.idOf(i))
 		}
@@ -743,6 +750,7 @@ func (q *Queue) Truncate(end uint64) error {
 		}
 	}
 	q.segs = q.segs[:q.head+i]
+	// control:tcpinternal-rtxq-truncate-drops-sack-marks
 	q.nxt = end
 	for k := len(q.sacked) - 1; k >= 0; k-- {
 		r := &q.sacked[k]
@@ -764,6 +772,7 @@ func (q *Queue) Truncate(end uint64) error {
 // had before (prev, as Seg returned it then) and, if lost, is a
 // retransmission candidate again.
 func (q *Queue) RetransmitRefused(prev Seg) {
+	// control:tcpinternal-rtxq-refused-resend-stays-in-flight
 	l := q.live()
 	i := q.find(prev.Start)
 	if i >= len(l) || l[i].Start != prev.Start {

@@ -76,6 +76,7 @@ func (q *Queue) countDSACK(b Range) uint64 {
 		}
 		x := &q.retxRing[best]
 		lo, hi := max(x.Start, covered), min(x.End, b.End)
+		// control:tcpinternal-rtxq-spurious-counted-twice
 		if x.state == retxFresh {
 			n += hi - lo
 		}

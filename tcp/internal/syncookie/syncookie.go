@@ -90,6 +90,7 @@ func (j *Jar) Make(id Tuple, peerISN uint32, mss uint16, now time.Duration) uint
 func (j *Jar) Check(id Tuple, peerISN uint32, cookie uint32, now time.Duration) (mss uint16, ok bool) {
 	cur := slotOf(now)
 	idx := int(cookie>>hashBits) & 7
+	// control:tcpinternal-syncookie-any-slot
 	for age := uint64(0); age < 2 && age <= cur; age++ {
 		slot := cur - age
 		if uint32(slot&3) != cookie>>30 {
