@@ -4,9 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -33,33 +31,9 @@ func (s *sackStripper) TxCredit() nic.Credit {
 }
 
 func (s *sackStripper) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
-	var out gstack.PacketBufferList
-	var fresh []*gstack.PacketBuffer
-	for _, pkt := range pkts.AsSlice() {
-		var b []byte
-		for _, v := range pkt.AsSlices() {
-			b = append(b, v...)
-		}
-		ip := header.IPv4(b)
-		if len(b) >= header.IPv4MinimumSize && ip.Protocol() == uint8(header.TCPProtocolNumber) {
-			tc := header.TCP(ip.Payload())
-			if len(tc) >= header.TCPMinimumSize && len(tc.Payload()) == 0 && s.strip(tc.Options()) {
-				tc.SetChecksum(0)
-				x := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(tc)))
-				tc.SetChecksum(^checksum.Checksum(tc, x))
-				np := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
-				fresh = append(fresh, np)
-				out.PushBack(np)
-				continue
-			}
-		}
-		out.PushBack(pkt)
-	}
-	n, err := s.LinkEndpoint.WritePackets(out)
-	for _, p := range fresh {
-		p.DecRef()
-	}
-	return n, err
+	return writeRewritten(s.LinkEndpoint, pkts, func(tc header.TCP) bool {
+		return len(tc.Payload()) == 0 && s.strip(tc.Options())
+	})
 }
 
 // strip turns SACK options (kind 5) into NOPs in place.

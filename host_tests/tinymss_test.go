@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -47,35 +45,7 @@ func (l *flightLink) TxCredit() nic.Credit {
 }
 
 func (l *flightLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
-	var out gstack.PacketBufferList
-	var fresh []*gstack.PacketBuffer
-	for _, pkt := range pkts.AsSlice() {
-		var b []byte
-		for _, v := range pkt.AsSlices() {
-			b = append(b, v...)
-		}
-		ip := header.IPv4(b)
-		if len(b) < header.IPv4MinimumSize || ip.Protocol() != uint8(header.TCPProtocolNumber) {
-			out.PushBack(pkt)
-			continue
-		}
-		tc := header.TCP(ip.Payload())
-		if l.observe(tc) {
-			tc.SetChecksum(0)
-			x := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(tc)))
-			tc.SetChecksum(^checksum.Checksum(tc, x))
-			np := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
-			fresh = append(fresh, np)
-			out.PushBack(np)
-			continue
-		}
-		out.PushBack(pkt)
-	}
-	n, err := l.LinkEndpoint.WritePackets(out)
-	for _, p := range fresh {
-		p.DecRef()
-	}
-	return n, err
+	return writeRewritten(l.LinkEndpoint, pkts, l.observe)
 }
 
 // observe records tc and reports whether it rewrote it.
