@@ -165,6 +165,7 @@ type endpoint struct {
 	rdShut      bool
 	wrShut      bool
 	ackPending  int // full segments received since the last ACK
+	ackCount    int // segments toward the next every-second-segment ACK (receiveInOrder)
 	ackNow      bool
 	delackArmed bool
 	sackBlocks  []reasm.Range

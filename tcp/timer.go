@@ -95,7 +95,10 @@ func (e *endpoint) onLingerTimer() {
 	}
 }
 
+// onDelackTimer ACKs what the pairs left over: the flight has ended, so the
+// next one's segments are counted from the first (receiveInOrder).
 func (e *endpoint) onDelackTimer() {
+	e.ackCount = 0
 	if e.state.synchronized() && (e.ackPending > 0 || e.ackNow) {
 		e.sendAck()
 	}
