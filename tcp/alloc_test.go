@@ -56,15 +56,6 @@ func TestBuildingASegmentAllocatesNothing(t *testing.T) {
 	}
 }
 
-// sackOption is one SACK block.
-func sackOption(left, right uint32) []byte {
-	b := make([]byte, 40)
-	n := header.EncodeNOP(b)
-	n += header.EncodeNOP(b[n:])
-	n += header.EncodeSACKBlocks([]header.SACKBlock{{Start: seqnumV(left), End: seqnumV(right)}}, b[n:])
-	return b[:n]
-}
-
 // Each ACK acknowledges one more segment and SACKs the one after the next,
 // so one hole always stands: the steady state of a lossy transfer, with
 // SACK scoreboard, RACK and new data sent on every ACK.
