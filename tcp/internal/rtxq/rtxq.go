@@ -96,6 +96,7 @@ type Queue struct {
 	base        uint64 // id of segs[0]
 	first, last uint64 // ends of the send-order list
 	lostQ       []uint64
+	// control:rtxq-crawl-field
 	// visits counts segments looked at by the per-ACK paths (cumulative
 	// ACK, SACK marking, loss detection, the lost queue), so tests can
 	// show that cost follows what an ACK changes, not the queue's length.
@@ -570,6 +571,7 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 	reo := q.ReoWnd(0)
 	// Walk the send-order list from its oldest transmission: send times
 	// rise along it, so the first segment not lost yet ends the walk.
+	// control:tcpinternal-rtxq-loss-walk-from-head
 	for id := q.first; id != noID; {
 		s := q.at(id)
 		q.visits++
@@ -602,6 +604,7 @@ func (q *Queue) markLost(id uint64) {
 		q.lostBytes += s.Len()
 	}
 	q.unlink(id)
+	// control:rtxq-crawl-reset
 	q.queueLost(id)
 }
 
@@ -610,6 +613,7 @@ func (q *Queue) markLost(id uint64) {
 // its congestion window allows: every lost segment comes out in order, so a
 // recovery drains a whole hole per round trip, not one segment per timeout.
 func (q *Queue) NextToRetransmit() (Seg, bool) {
+	// control:rtxq-crawl-next
 	for len(q.lostQ) > 0 {
 		q.visits++
 		if id := q.lostQ[0]; q.held(id) && waiting(q.at(id)) {
