@@ -78,7 +78,7 @@ func TestSegmentToNoListenerGetsRST(t *testing.T) {
 func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	l, _ := h.listen(80, 1) // SYN queue of 8
-	h.halfOpen(80, 8)
+	h.sendSYNs(80, 8)
 	if n := len(h.out()); n != 8 {
 		t.Fatalf("%d SYN-ACKs for 8 SYNs", n)
 	}

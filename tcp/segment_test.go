@@ -107,9 +107,9 @@ func (h *segHarness) listen(port uint16, backlog int) (tcpip.Endpoint, *waiter.Q
 	return h.host.Listen(port, backlog)
 }
 
-// halfOpen sends n SYNs to port from peer ports 30000 on, each offering
+// sendSYNs sends n SYNs to port from peer ports 30000 on, each offering
 // every option: half-open connections, enough to fill a SYN queue.
-func (h *segHarness) halfOpen(port uint16, n int) {
+func (h *segHarness) sendSYNs(port uint16, n int) {
 	for i := 0; i < n; i++ {
 		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: port, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
 			opts: synOptions(1460, 7, true, true, 1)})
