@@ -149,6 +149,7 @@ func New(o Options) (*Stack, error) {
 		if name == "" {
 			name = fmt.Sprintf("nic%d", id)
 		}
+		// control:stack-default-qdisc
 		if err := s.CreateNICWithOptions(id, n.Link, gstack.NICOptions{Name: name, QDisc: &directQDisc{link: n.Link}}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("stack: create NIC %d: %s", id, err)
