@@ -203,11 +203,12 @@ func drain(h *segHarness) int {
 	return n
 }
 
-// The steady states above again, through the whole stack: each ACK or data
-// segment enters at the link as an IPv4 frame (gVisor's NIC, IPv4 and
-// demultiplexer, then HandlePacket), and what the host answers leaves
-// through gVisor's IPv4 (DF set: no IP ID drawn) and the NIC's queueing
-// discipline to the link, where the test takes it. None of it allocates.
+// The steady states above again, through the whole stack: each ACK (with
+// the SACK block of the lossy steady state) or data segment enters at the
+// link as an IPv4 frame (gVisor's NIC, IPv4 and demultiplexer, then
+// HandlePacket), and what the host answers leaves through gVisor's IPv4
+// (DF set: no IP ID drawn) and the NIC's queueing discipline to the link,
+// where the test takes it. None of it allocates.
 func TestSendingThroughTheStackAllocatesNothing(t *testing.T) {
 	c := allocConn(t)
 	var flight []pseg
@@ -222,10 +223,12 @@ func TestSendingThroughTheStackAllocatesNothing(t *testing.T) {
 	mss := uint32(len(flight[0].payload))
 	segs := make([]pseg, allocRuns+1)
 	for i := range segs {
-		ack := c.hostNxt + uint32(i+1)*mss
-		segs[i] = pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt, ack: ack, flags: header.TCPFlagAck, wnd: 65535}
+		ack := c.hostNxt + uint32(i)*mss
+		segs[i] = pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt, ack: ack, flags: header.TCPFlagAck, wnd: 65535,
+			opts: sackOption(ack+mss, ack+2*mss)}
 	}
 	acks := frames(segs)
+	bad := c.h.count("tcp.drops.bad-sack")
 	i, out := 0, 0
 	n := testing.AllocsPerRun(allocRuns, func() {
 		c.h.link.InjectInbound(ipv4.ProtocolNumber, acks[i])
@@ -237,6 +240,9 @@ func TestSendingThroughTheStackAllocatesNothing(t *testing.T) {
 	}
 	if out < allocRuns {
 		t.Fatalf("%d segments written during %d ACKs", out, allocRuns+1)
+	}
+	if c.h.count("tcp.drops.bad-sack") != bad {
+		t.Fatal("SACK blocks refused")
 	}
 	for _, p := range acks {
 		p.DecRef()
