@@ -14,14 +14,14 @@ import (
 // Path MTU discovery (RFC 1191 for IPv4, RFC 8201 for IPv6), in its classic
 // form driven by ICMP:
 //
-//   - Segments go out with DF set. Such a datagram is atomic (RFC 6864
-//     §4.1): it needs no unique IP ID, so gVisor's IPv4 layer draws none (a
+//   - Segments go out with DF set. Such a datagram is atomic (RFC 6864):
+//     it needs no unique IP ID, so gVisor's IPv4 layer draws none (a
 //     random draw that allocated once per datagram without DF).
 //   - An ICMPv4 fragmentation-needed or ICMPv6 packet-too-big quoting a
 //     sequence number in [SND.UNA, SND.NXT) (the check of RFC 5927 §4.1,
 //     which a blind attacker must guess) lowers the MSS to what the reported
 //     MTU carries. Nothing raises it again during the connection (RFC 1191
-//     §6.3 lets a host probe upward later; we do not).
+//     lets a host try a larger estimate after a while; we do not).
 //   - The MSS never falls below what a minimal datagram carries: 576 bytes
 //     for IPv4 (RFC 1122 §3.3.2), 1280 for IPv6 (RFC 8200 §5). A report
 //     below that keeps the floor, and for IPv4 the connection then sends
@@ -32,15 +32,17 @@ import (
 // Departures, each safe as said:
 //   - Segments already built larger than the new MSS are not re-cut: their
 //     retransmissions keep their size and go without DF (IPv4), so a router
-//     fragments them. They are found lost by RACK, a loss probe or the RTO
-//     like any loss, which reduces cwnd where RFC 1191 §6.5 would not:
+//     fragments them. The dropped ones are found lost by RACK, a loss probe
+//     or the RTO like any other loss (RFC 1191 allows that; it suggests
+//     resending at once, without a cwnd reduction, as an improvement):
 //     slower, never more aggressive. Over IPv6 no router fragments, and such
 //     a retransmission is lost again until the RTO budget ends; before this
 //     change every segment of such a path was.
-//   - cc keeps the SMSS of the handshake. Growth per ACK is min(bytes acked,
-//     SMSS) (RFC 3465), so a smaller segment is credited no more than its
-//     bytes unless one ACK covers several: at most old/new times the
-//     growth the new SMSS would give, and only on stretch ACKs.
+//   - cc keeps the SMSS of the handshake. Its growth per ACK is capped by
+//     the bytes acked and by a multiple of SMSS, so smaller segments are
+//     credited no more than their bytes unless one ACK covers several: at
+//     most old/new times the growth the new SMSS would give, and only on
+//     stretch ACKs.
 
 // minTransportMTU is the transport payload of the smallest datagram every
 // host of the endpoint's IP version must accept.
