@@ -183,7 +183,7 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 	opts := e.p.cookieOptions(ob[:], id, so, ourMSS, now)
 	out := e.p.buildPacket(r, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, e.p.cookieWindow(), opts, buffer.Buffer{})
 	e.after = append(e.after, func() {
-		if e.p.write(r, out) == nil {
+		if e.p.write(r, out, true) == nil {
 			e.p.st.cookiesSent.Inc()
 		}
 		out.DecRef()

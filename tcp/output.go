@@ -103,7 +103,8 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 	e.ackNow = false
 	e.dsack = nil
 	e.tDelack.stop()
-	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt}
+	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt,
+		noDF: e.mayFragment(n + len(opts))}
 	if rtx {
 		o.prev = *prev
 	}

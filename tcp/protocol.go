@@ -171,7 +171,7 @@ func (p *protocol) buildRST(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 
 // sendBuilt writes a stateless segment and releases it and its route.
 func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, rst bool) {
-	if p.write(r, out) == nil && rst {
+	if p.write(r, out, true) == nil && rst {
 		p.st.rstSent.Inc()
 	}
 	out.DecRef()
@@ -201,11 +201,14 @@ func (p *protocol) buildPacket(r *stack.Route, sport, dport uint16, seq, ack uin
 	return pkt
 }
 
-func (p *protocol) write(r *stack.Route, pkt *stack.PacketBuffer) tcpip.Error {
+// write hands pkt to the network layer, with DF set when df (pmtu.go); the
+// caller keeps its reference.
+func (p *protocol) write(r *stack.Route, pkt *stack.PacketBuffer, df bool) tcpip.Error {
 	if r == nil {
 		return &tcpip.ErrHostUnreachable{}
 	}
-	err := r.WritePacket(stack.NetworkHeaderParams{Protocol: ProtocolNumber, TTL: r.DefaultTTL()}, pkt)
+	// control:tcp-no-df
+	err := r.WritePacket(stack.NetworkHeaderParams{Protocol: ProtocolNumber, TTL: r.DefaultTTL(), DF: df}, pkt)
 	if err == nil {
 		p.st.segsOut.Inc()
 	}
