@@ -460,7 +460,7 @@ func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
 		for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
 			q.visits++
 			s := &l[i]
-			if s.Sacked || s.Start < b.Start || s.End > b.End {
+			if s.Sacked || !b.covers(s) {
 				continue
 			}
 			n := s.Len()
@@ -490,6 +490,26 @@ func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
 	for _, r := range fresh {
 		q.addSacked(r)
 	}
+}
+
+// covers reports whether SACK block b reports segment s received whole.
+// Departure from RFC 2018 §3, whose blocks cover sequence space: a block
+// ending at a FIN segment's last data byte covers the segment, FIN and all.
+// A receiver that reports only the data it holds (RFC 2018 speaks of "blocks
+// of data") never SACKs a FIN held out of order, and the segment whose data
+// and FIN travelled together would then never count as delivered: a lost
+// retransmission before it would wait for the RTO. It is safe: the FIN left
+// in the same segment as the data the block reports, and a receiver that cut
+// the FIN off (beyond its window) leaves SND.UNA one short of the segment's
+// end, where the RTO finds a SACKed head, clears the marks and resends it
+// (OnRTO), as for any reneging.
+func (b Range) covers(s *Seg) bool {
+	end := s.End
+	// control:tcpinternal-rtxq-fin-blocks-data-sack
+	if s.Fin && s.Len() > 1 {
+		end-- // the FIN's own offset
+	}
+	return b.Start <= s.Start && end <= b.End
 }
 
 // learn takes what the ACK's deliveries taught: the Karn-clean RTT sample,
