@@ -149,25 +149,35 @@ func TestUnansweredRetransmissionsGiveUpAfterTheBudget(t *testing.T) {
 // retransmitted; the peer then reports one of the five as a duplicate
 // (D-SACK, RFC 2883): its original was only late. The other four were real
 // losses, so the reduction stands (RFC 9438 §4.9 undoes only a spurious event).
-func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
-	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
-	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	// An RTT sample first.
+// sackFlight opens a SACK connection whose cwnd is iw segments, gives it an
+// RTT sample of 10 ms, sends n full segments and lets 10 ms pass. seg(i) is
+// segment i's sequence number.
+func sackFlight(t *testing.T, iw, n int) (h *segHarness, c *conn, seg func(i int) uint32) {
+	t.Helper()
+	h = newSegHarness(t, tcp.Options{InitialWindow: iw})
+	c = h.accept(80, synOptions(1460, 7, true, false, 0))
 	c.sampleRTT(t, 10*time.Millisecond)
-	c.write(t, make([]byte, 20*1460))
-	if n := len(h.out()); n != 20 {
-		t.Fatalf("sent %d segments", n)
+	c.write(t, make([]byte, n*1460))
+	if sent := len(h.out()); sent != n {
+		t.Fatalf("sent %d segments, want %d", sent, n)
 	}
 	h.clk.RunFor(10 * time.Millisecond)
-	sack := func(blocks ...header.SACKBlock) []byte {
-		o := make([]byte, 40)
-		n := header.EncodeNOP(o)
-		n += header.EncodeNOP(o[n:])
-		n += header.EncodeSACKBlocks(blocks, o[n:])
-		return o[:n]
-	}
 	base := c.hostNxt
-	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	return h, c, func(i int) uint32 { return base + uint32(i*1460) }
+}
+
+// sack is a SACK option (RFC 2018) carrying blocks.
+func sack(blocks ...header.SACKBlock) []byte {
+	o := make([]byte, 40)
+	n := header.EncodeNOP(o)
+	n += header.EncodeNOP(o[n:])
+	n += header.EncodeSACKBlocks(blocks, o[n:])
+	return o[:n]
+}
+
+func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
+	h, c, seg := sackFlight(t, 20, 20)
+	base := seg(0)
 	// Segments 5..19 arrive; 0..4 do not.
 	for i := 5; i < 20; i++ {
 		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: base, flags: header.TCPFlagAck, wnd: 65535,
@@ -395,5 +405,37 @@ func TestPartialAckRetransmitsTheNextHoleWithoutSACK(t *testing.T) {
 	}
 	if h.count("tcp.rto") != 0 || h.count("tcp.recoveries") != 1 {
 		t.Fatalf("rto %d, recoveries %d", h.count("tcp.rto"), h.count("tcp.recoveries"))
+	}
+}
+
+// TestLossProbeInRecoveryResendsTheSegmentAtSndUna: a probe that fires in a
+// recovery (armed by new data before the recovery began) resends the hole at
+// SND.UNA, not the newest segment. If the hole's resend was lost, only a copy
+// sent after it shows RACK the loss, and the newest segment's ACK cannot: it
+// is a SACK, whose timestamp echo is the left edge's, so it is no RACK sample
+// of a resend and the flight waited for the RTO (issue 10's "100M 1ms deep"
+// row: a lost fast retransmission at the tail of a transfer cost 200 ms).
+func TestLossProbeInRecoveryResendsTheSegmentAtSndUna(t *testing.T) {
+	h, c, seg := sackFlight(t, 10, 6)
+	base := seg(0)
+	// Segments 1..3 arrive, 0 and the tail 4..5 do not: RACK marks 0 lost
+	// and its fast retransmission goes (and is lost too).
+	for i := 1; i <= 3; i++ {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: base, flags: header.TCPFlagAck, wnd: 65535,
+			opts: sack(header.SACKBlock{Start: seqnumV(seg(1)), End: seqnumV(seg(i + 1))})})
+	}
+	if h.count("tcp.recoveries") != 1 {
+		t.Fatalf("recoveries %d, want 1", h.count("tcp.recoveries"))
+	}
+	if rtx := h.out(); len(rtx) != 1 || rtx[0].seq != base {
+		t.Fatalf("fast retransmission: %+v, want segment 0 at %d", rtx, base)
+	}
+	h.clk.RunFor(100 * time.Millisecond) // the probe timeout, well before the 200 ms RTO
+	probe := h.out()
+	if h.count("tcp.loss-probes") != 1 || h.count("tcp.rto") != 0 {
+		t.Fatalf("loss-probes %d, rto %d; want 1, 0", h.count("tcp.loss-probes"), h.count("tcp.rto"))
+	}
+	if len(probe) != 1 || probe[0].seq != base || len(probe[0].payload) != 1460 {
+		t.Fatalf("probe %+v, want a resend of the segment at SND.UNA [%d, +1460)", probe, base)
 	}
 }
