@@ -330,3 +330,39 @@ func TestPartialAckRetransmitsTheNextHoleWithoutSACK(t *testing.T) {
 		t.Fatalf("rto %d, recoveries %d", h.count("tcp.rto"), h.count("tcp.recoveries"))
 	}
 }
+
+// TestLossProbeInRecoveryResendsTheSegmentAtSndUna: a probe that fires in a
+// recovery (armed by new data before the recovery began) resends the hole at
+// SND.UNA, not the newest segment. If the hole's resend was lost, only a copy
+// sent after it shows RACK the loss, and the newest segment's ACK cannot: it
+// is a SACK, whose timestamp echo is the left edge's, so it is no RACK sample
+// of a resend and the flight waited for the RTO (issue 10's "100M 1ms deep"
+// row: a lost fast retransmission at the tail of a transfer cost 200 ms).
+func TestLossProbeInRecoveryResendsTheSegmentAtSndUna(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{InitialWindow: 10})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.sampleRTT(t, 10*time.Millisecond)
+	c.flight(t, 6, 6)
+	h.clk.RunFor(10 * time.Millisecond)
+	base := c.hostNxt
+	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	// Segments 1..3 arrive, 0 and the tail 4..5 do not: RACK marks 0 lost
+	// and its fast retransmission goes (and is lost too).
+	for i := 1; i <= 3; i++ {
+		c.ackWith(base, sackOption(seg(1), seg(i+1)))
+	}
+	if h.count("tcp.recoveries") != 1 {
+		t.Fatalf("recoveries %d, want 1", h.count("tcp.recoveries"))
+	}
+	if rtx := h.out(); len(rtx) != 1 || rtx[0].seq != base {
+		t.Fatalf("fast retransmission: %+v, want segment 0 at %d", rtx, base)
+	}
+	h.clk.RunFor(100 * time.Millisecond) // the probe timeout, well before the 200 ms RTO
+	probe := h.out()
+	if h.count("tcp.loss-probes") != 1 || h.count("tcp.rto") != 0 {
+		t.Fatalf("loss-probes %d, rto %d; want 1, 0", h.count("tcp.loss-probes"), h.count("tcp.rto"))
+	}
+	if len(probe) != 1 || probe[0].seq != base || len(probe[0].payload) != 1460 {
+		t.Fatalf("probe %+v, want a resend of the segment at SND.UNA [%d, +1460)", probe, base)
+	}
+}
