@@ -135,6 +135,7 @@ func runCPU(ctx context.Context, args []string) error {
 	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
 	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, uint32(v))
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps})
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps)})
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB a transfer, two stacks in one process over an in-memory link (real time; figures, not thresholds)\n\n", *nbytes/1e6)
 		bench.WriteCPU(os.Stdout, rs)
