@@ -123,7 +123,7 @@ func (e *endpoint) handleSegment(s *segment) {
 		return
 	}
 	e.handleText(s, &opts, segOff, now)
-	e.finishInput()
+	e.finishInput(now)
 }
 
 // checkSequence is the first check of RFC 9293 §3.10.7.4, PAWS first (RFC
@@ -264,15 +264,15 @@ func (e *endpoint) handleText(s *segment, opts *header.TCPOptions, segOff uint64
 
 // finishInput sends what the segment called for: data the ACK allowed, and
 // the ACK itself, now or delayed.
-func (e *endpoint) finishInput() {
+func (e *endpoint) finishInput(now time.Duration) {
 	if e.state == StateClosed {
 		return
 	}
-	e.output()
+	e.outputAt(now)
 	if e.ackNow {
-		e.sendAck()
+		e.sendFlagsAt(header.TCPFlagAck, e.sndNxt, now)
 	} else if e.ackPending > 0 && !e.tDelack.armed() {
-		e.tDelack.arm(e.p.opts.DelayedAck)
+		e.tDelack.armAt(now, e.p.opts.DelayedAck)
 	}
 }
 
