@@ -282,7 +282,7 @@ func (e *endpoint) sendRSTFor(s *segment) {
 	if s.has(header.TCPFlagRst) || e.route == nil {
 		return
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, isRst: true})
 	e.p.st.rstSent.Inc()
 }

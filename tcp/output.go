@@ -36,7 +36,7 @@ func (e *endpoint) sendSYN() {
 	}
 	e.rcvAdv = e.rcvNxt + uint64(wnd)
 	e.rcvPromise = e.rcvAdv
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, e.iss, ack, flags, uint16(wnd), opts, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, e.iss, ack, flags, uint16(wnd), opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: 0, end: 1})
 	e.lastAckSent = e.rcvNxt
 	if !e.tRtx.armed() {
@@ -72,7 +72,7 @@ func (e *endpoint) sendFlagsAt(flags header.TCPFlags, seq uint64, now time.Durat
 	if flags&header.TCPFlagRst != 0 {
 		wnd = 0
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: seq, end: seq, isRst: flags&header.TCPFlagRst != 0})
 }
 
@@ -100,7 +100,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 		flags |= header.TCPFlagPsh
 	}
 	wnd := e.rcvWindow()
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
 	e.lastAckSent = e.rcvNxt
 	e.ackPending = 0
 	e.ackNow = false
