@@ -111,16 +111,16 @@ func (e *endpoint) optionBytes() int {
 	return n
 }
 
-// dataOptions encodes timestamps and SACK blocks for a non-SYN segment,
-// within budget option bytes: a segment's options and payload together never
+// dataOptions encodes timestamps (TSval at now) and SACK blocks for a
+// non-SYN segment, within budget option bytes: a segment's options and payload together never
 // exceed the MSS (RFC 9293 §3.7.1), so it is never IP-fragmented.
-func (e *endpoint) dataOptions(dst []byte, withSACK bool, budget int) []byte {
+func (e *endpoint) dataOptions(dst []byte, withSACK bool, budget int, now time.Duration) []byte {
 	b := dst[:40]
 	n := 0
 	if e.tsOK {
 		n += header.EncodeNOP(b[n:])
 		n += header.EncodeNOP(b[n:])
-		n += header.EncodeTSOption(e.tsVal(), e.tsRecent, b[n:])
+		n += header.EncodeTSOption(e.tsAt(now), e.tsRecent, b[n:])
 	}
 	if withSACK && e.sackOK && (e.dsack != nil || !e.ooo.Empty()) {
 		var blocks [4]header.SACKBlock
