@@ -145,7 +145,7 @@ func (e *endpoint) output() {
 	}
 	now := e.now()
 	var reason cc.StopReason
-	sentNew := false
+	sentNew, headResent := false, false
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
 	for {
@@ -167,6 +167,7 @@ func (e *endpoint) output() {
 			if c.head {
 				e.rec.HeadDone()
 			}
+			headResent = headResent || c.start <= e.sndUna
 			e.retransmit(c.start, c.end, c.fin, now)
 			continue
 		}
@@ -193,7 +194,7 @@ func (e *endpoint) output() {
 		e.ctl.OnSend(now, e.sndNxt)
 	}
 	if e.q.Outstanding() > 0 {
-		e.armRetransmitTimer(sentNew)
+		e.armRetransmitTimer(sentNew, headResent)
 	}
 }
 
