@@ -22,9 +22,6 @@ type CPUConfig struct {
 	Bytes int64    // payload per transfer
 	MTUs  []uint32 // e.g. 1500 and 9000
 	Procs []int    // GOMAXPROCS of each set of rows (default: 1 and 2)
-	// Only, when set, runs one TCP ("netramp" or "gVisor") instead of both,
-	// e.g. for a memory profile of one of them.
-	Only string
 }
 
 // CPUResult is one transfer's cost. Real time on a shared machine: figures to
@@ -47,9 +44,6 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if cfg.Bytes <= 0 || len(cfg.MTUs) == 0 {
 		return nil, errors.New("bench: cpu needs a positive byte count and at least one MTU")
 	}
-	if cfg.Only != "" && cfg.Only != "netramp" && cfg.Only != "gVisor" {
-		return nil, fmt.Errorf("bench: cpu: Only %q is neither netramp nor gVisor", cfg.Only)
-	}
 	procs := cfg.Procs
 	if len(procs) == 0 {
 		procs = []int{1, 2}
@@ -63,9 +57,6 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
 			for _, gv := range []bool{false, true} {
-				if cfg.Only != "" && gv != (cfg.Only == "gVisor") {
-					continue
-				}
 				if err := ctx.Err(); err != nil {
 					return out, err
 				}
