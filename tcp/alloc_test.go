@@ -56,15 +56,6 @@ func TestBuildingASegmentAllocatesNothing(t *testing.T) {
 	}
 }
 
-// sackOption is one SACK block.
-func sackOption(left, right uint32) []byte {
-	b := make([]byte, 40)
-	n := header.EncodeNOP(b)
-	n += header.EncodeNOP(b[n:])
-	n += header.EncodeSACKBlocks([]header.SACKBlock{{Start: seqnumV(left), End: seqnumV(right)}}, b[n:])
-	return b[:n]
-}
-
 // A path is how a test's inbound segments reach the endpoint and what
 // becomes of its answers.
 type path struct {

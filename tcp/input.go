@@ -119,7 +119,7 @@ func (e *endpoint) handleSegment(s *segment) {
 		return
 	}
 	e.handleText(s, &opts, segOff, now)
-	e.finishInput()
+	e.finishInput(now)
 }
 
 // checkSequence is the first check of RFC 9293 §3.10.7.4, PAWS first (RFC
@@ -260,15 +260,15 @@ func (e *endpoint) handleText(s *segment, opts *header.TCPOptions, segOff uint64
 
 // finishInput sends what the segment called for: data the ACK allowed, and
 // the ACK itself, now or delayed.
-func (e *endpoint) finishInput() {
+func (e *endpoint) finishInput(now time.Duration) {
 	if e.state == StateClosed {
 		return
 	}
-	e.output()
+	e.outputAt(now)
 	if e.ackNow {
-		e.sendAck()
+		e.sendFlagsAt(header.TCPFlagAck, e.sndNxt, now)
 	} else if e.ackPending > 0 && !e.tDelack.armed() {
-		e.tDelack.arm(e.p.opts.DelayedAck)
+		e.tDelack.armAt(now, e.p.opts.DelayedAck)
 	}
 }
 
@@ -278,7 +278,7 @@ func (e *endpoint) sendRSTFor(s *segment) {
 	if s.has(header.TCPFlagRst) || e.route == nil {
 		return
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, isRst: true})
 	e.p.st.rstSent.Inc()
 }

@@ -130,13 +130,14 @@ func runRow(ctx context.Context, args []string) error {
 
 // runCPU prints the CPU benchmark: this TCP and gVisor's, each a bulk
 // transfer between two stacks of this process over an in-memory link.
-func runCPU(ctx context.Context, args []string) (err error) {
+func runCPU(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench cpu", flag.ContinueOnError)
-	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
 	nbytes := fs.Int64("bytes", 256_000_000, "payload bytes per transfer")
 	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
 	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
+	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,11 +162,6 @@ func runCPU(ctx context.Context, args []string) (err error) {
 	}
 	if *memprofile != "" {
 		runtime.MemProfileRate = 1 // every allocation, so the profile's counts are exact (and the run slower)
-		defer func() {
-			if werr := writeAllocs(*memprofile); err == nil {
-				err = werr
-			}
-		}()
 	}
 	var ms []uint32
 	for _, m := range strings.Split(*mtus, ",") {
@@ -175,27 +171,23 @@ func runCPU(ctx context.Context, args []string) (err error) {
 		}
 		ms = append(ms, uint32(v))
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps})
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps)})
+	if *memprofile != "" {
+		f, ferr := os.Create(*memprofile)
+		if ferr != nil {
+			return ferr
+		}
+		defer f.Close()
+		runtime.GC() // the profile holds what the last completed GC published
+		if ferr := pprof.Lookup("allocs").WriteTo(f, 0); ferr != nil {
+			return ferr
+		}
+	}
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB a transfer, two stacks in one process over an in-memory link (real time; figures, not thresholds)\n\n", *nbytes/1e6)
 		bench.WriteCPU(os.Stdout, rs)
 	}
 	return err
-}
-
-// writeAllocs writes the allocation profile to path, after a GC: the
-// profile holds what the last completed GC published.
-func writeAllocs(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	runtime.GC()
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func runMem(ctx context.Context, args []string) error {
