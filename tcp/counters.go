@@ -13,11 +13,12 @@ type stats struct {
 	stops                                                [4]*counters.Counter
 	spurious, challengeAcks, giveUps                     *counters.Counter
 	rcvEdgeRetreats, persistGiveUps, spuriousBytes       *counters.Counter
-	segCapStops                                          *counters.Counter
+	segCapStops, synAckRetransmits                       *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
+	dropSynTimeout                                                 *counters.Counter
 
 	cc *cc.Counters
 }
@@ -42,16 +43,17 @@ func newStats(r *counters.Registry) *stats {
 			cc.StopCwnd:       m("tcp.stops.cwnd", "send opportunities that ended on the congestion window"),
 			cc.StopCard:       m("tcp.stops.card", "send opportunities that ended on the card's TX credit (same as tcp.card-stops)"),
 		},
-		cardRefusals:    m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
-		cookiesSent:     m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
-		cookiesOK:       m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
-		spurious:        m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
-		spuriousBytes:   m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
-		segCapStops:     m("tcp.stops.segment-cap", "send opportunities that ended on the cap of segments outstanding (a peer forcing a tiny MSS); also in tcp.stops.peer-window"),
-		challengeAcks:   m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
-		giveUps:         m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
-		persistGiveUps:  m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
-		rcvEdgeRetreats: m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
+		cardRefusals:      m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
+		cookiesSent:       m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
+		cookiesOK:         m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
+		synAckRetransmits: m("tcp.syn-acks.retransmitted", "SYN-ACKs of half-open connections sent again on their timer"),
+		spurious:          m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
+		spuriousBytes:     m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
+		segCapStops:       m("tcp.stops.segment-cap", "send opportunities that ended on the cap of segments outstanding (a peer forcing a tiny MSS); also in tcp.stops.peer-window"),
+		challengeAcks:     m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
+		giveUps:           m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
+		persistGiveUps:    m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
+		rcvEdgeRetreats:   m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
 
 		dropBadSeq:           m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),
 		dropPAWS:             m("tcp.drops.paws", "segments dropped by PAWS (RFC 7323 §5)"),
@@ -65,6 +67,7 @@ func newStats(r *counters.Registry) *stats {
 		acksRateLimited:      m("tcp.acks.rate-limited", "ACKs owed to unacceptable segments or as challenges, not sent: one per 500 ms per connection"),
 		challengeRateLimited: m("tcp.challenge-acks.rate-limited", "challenge ACKs not sent: the stack-wide limit per second (RFC 5961 §7)"),
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
+		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
 
 		cc: cc.NewCounters(r),
 	}

@@ -146,7 +146,7 @@ func (p *protocol) HandleUnknownDestinationPacket(id stack.TransportEndpointID, 
 // endpoint state.
 func (p *protocol) replyRST(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
 	if out, r := p.buildRST(id, pkt, s); out != nil {
-		p.sendBuilt(r, out, true)
+		p.sendBuilt(r, out, p.st.rstSent)
 	}
 }
 
@@ -169,10 +169,11 @@ func (p *protocol) buildRST(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 	return p.buildPacket(r, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, buffer.Buffer{}), r
 }
 
-// sendBuilt writes a stateless segment and releases it and its route.
-func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, rst bool) {
-	if p.write(r, out) == nil && rst {
-		p.st.rstSent.Inc()
+// sendBuilt writes a stateless segment and releases it and its route; ok,
+// if any, counts it once written.
+func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, ok *counters.Counter) {
+	if p.write(r, out) == nil && ok != nil {
+		ok.Inc()
 	}
 	out.DecRef()
 	r.Release()

@@ -130,10 +130,6 @@ func (e *endpoint) onRetransmitTimer() {
 	switch e.state {
 	case StateSynSent, StateSynRcvd:
 		if e.synRetries >= maxSynRetries {
-			if e.parent != nil && e.state == StateSynRcvd {
-				e.closeLocked(nil)
-				return
-			}
 			e.closeLocked(&tcpip.ErrTimeout{})
 			return
 		}
