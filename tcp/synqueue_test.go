@@ -8,6 +8,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"github.com/netramp/netramp/stack/tcptest"
+	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -29,12 +30,12 @@ func TestHalfOpenConnectionCostsAtMostTwoKiB(t *testing.T) {
 	}
 	syn(0) // the stack's and the listener's first-use allocations
 	h.Link.Drain()
-	before := liveHeap()
+	before := vtest.LiveHeap()
 	for i := 1; i <= n; i++ {
 		syn(i)
 	}
 	h.Link.Drain()
-	after := liveHeap()
+	after := vtest.LiveHeap()
 	runtime.KeepAlive(l)
 	if c := h.Count("tcp.syn-cookies.sent"); c != 0 {
 		t.Fatalf("%d SYNs got cookies: the queue did not hold all %d", c, n)
@@ -44,14 +45,6 @@ func TestHalfOpenConnectionCostsAtMostTwoKiB(t *testing.T) {
 	if per > bound {
 		t.Errorf("a half-open connection holds %d bytes of heap, want <= %d", per, bound)
 	}
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // TestSynAckIsRetransmittedWithBackoffThenTheRequestDrops: a request's
@@ -95,5 +88,54 @@ func TestSynAckIsRetransmittedWithBackoffThenTheRequestDrops(t *testing.T) {
 	h.Inject(tcptest.Seg{SrcPort: tcptest.PeerPort, DstPort: 80, Seq: 701, Ack: sa.Seq + 1, Flags: header.TCPFlagAck, Wnd: 65535})
 	if r := h.One(); !r.Has(header.TCPFlagRst) {
 		t.Fatalf("ACK after the request dropped: %+v, want a RST", r)
+	}
+}
+
+// TestHalfOpenAnswersAsSynReceived: a request answers as an endpoint in
+// SYN-RECEIVED would (RFC 9293 §3.10.7.4 with RFC 5961): a challenge ACK for
+// an in-window RST off RCV.NXT or a SYN, a RST for an ACK of something never
+// sent, a counted drop for a segment without ACK; a RST at RCV.NXT ends it,
+// so the peer's ACK then finds nothing to complete.
+func TestHalfOpenAnswersAsSynReceived(t *testing.T) {
+	const irs = 700
+	h := tcptest.New(t, tcp.Options{})
+	l, _ := h.Listen(80, 8)
+	seg := func(seq, ack uint32, flags header.TCPFlags) tcptest.Seg {
+		return tcptest.Seg{SrcPort: tcptest.PeerPort, DstPort: 80, Seq: seq, Ack: ack, Flags: flags, Wnd: 65535}
+	}
+	syn := seg(irs, 0, header.TCPFlagSyn)
+	syn.Opts = tcptest.SynOpts(1460, -1, false, false, 0)
+	h.Inject(syn)
+	iss := h.One().Seq
+	challenge := func(what string) {
+		t.Helper()
+		if a := h.One(); a.Flags != header.TCPFlagAck || a.Seq != iss+1 || a.Ack != irs+1 {
+			t.Fatalf("%s: answer %+v, want the ACK <SEQ=%d><ACK=%d>", what, a, iss+1, irs+1)
+		}
+		h.Clock.RunFor(time.Second) // past the per-connection limit
+		h.Out()                     // and the SYN-ACK sent again meanwhile
+	}
+	h.Inject(seg(irs+100, 0, header.TCPFlagRst))
+	challenge("in-window RST")
+	h.Inject(seg(irs+50, 0, header.TCPFlagSyn))
+	challenge("SYN in the window")
+	h.Inject(seg(irs+1, iss+99, header.TCPFlagAck))
+	if r := h.One(); r.Flags != header.TCPFlagRst || r.Seq != iss+99 {
+		t.Fatalf("ACK of unsent data: answer %+v, want RST <SEQ=%d>", r, iss+99)
+	}
+	drops := h.Count("tcp.drops.state")
+	h.Inject(tcptest.Seg{SrcPort: tcptest.PeerPort, DstPort: 80, Seq: irs + 1, Wnd: 65535, Payload: []byte("x")})
+	h.None()
+	if h.Count("tcp.drops.state") != drops+1 {
+		t.Fatal("a segment without ACK was not counted as a drop")
+	}
+	h.Inject(seg(irs+1, 0, header.TCPFlagRst))
+	h.None()
+	h.Inject(seg(irs+1, iss+1, header.TCPFlagAck))
+	if r := h.One(); !r.Has(header.TCPFlagRst) {
+		t.Fatalf("ACK after the RST: %+v, want a RST", r)
+	}
+	if _, _, err := l.Accept(nil); err == nil {
+		t.Fatal("a connection reset in SYN-RECEIVED was accepted")
 	}
 }
