@@ -183,7 +183,8 @@ func (e *endpoint) sendStateless(id stack.TransportEndpointID, nic tcpip.NICID, 
 			opts = ob[:n]
 		}
 	}
-	out := e.p.buildPacket(rt, id.LocalPort, id.RemotePort, seq, ack, flags, wnd, opts, buffer.Buffer{})
+	pa := pathOf(rt)
+	out := e.p.buildPacket(&pa, id.LocalPort, id.RemotePort, seq, ack, flags, wnd, opts, buffer.Buffer{})
 	e.after = append(e.after, func() { e.p.sendBuilt(rt, out, ok) })
 }
 
