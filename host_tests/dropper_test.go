@@ -7,7 +7,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
-	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/stack/tcptest"
 )
 
 // dropper is a link endpoint between a stack and its wire end that drops
@@ -17,7 +17,7 @@ import (
 // set: the first resends copies of a dropped segment (the same starting
 // sequence number) are dropped too.
 type dropper struct {
-	gstack.LinkEndpoint
+	tcptest.Wrapper
 	mu      sync.Mutex
 	drop    func(n int) bool
 	resends int
@@ -29,15 +29,7 @@ type dropper struct {
 }
 
 func newDropper(inner gstack.LinkEndpoint, drop func(n int) bool) *dropper {
-	return &dropper{LinkEndpoint: inner, drop: drop}
-}
-
-// TxCredit forwards the wire end's card credit.
-func (d *dropper) TxCredit() nic.Credit {
-	if cl, ok := d.LinkEndpoint.(nic.CreditLink); ok {
-		return cl.TxCredit()
-	}
-	return nil
+	return &dropper{Wrapper: tcptest.Wrapper{LinkEndpoint: inner}, drop: drop}
 }
 
 // Dropped is how many segments were dropped.
