@@ -140,20 +140,8 @@ func TestALostResendIsRepairedWithoutAnRTO(t *testing.T) {
 	cfg := wire.Config{AtoB: dir, BtoA: dir}
 	for _, a := range armsABP {
 		t.Run(a.name, func(t *testing.T) {
-			var d *dropper
-			p, err := vtest.NewPairLinks(cfg, stack.Options{TCP: a.opts}, stack.Options{}, 1,
-				func(side vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
-					if side != vtest.SideA {
-						return ep
-					}
-					d = newDropper(ep, func(n int) bool { return n == 2000 })
-					d.resends = 1
-					return d
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Close)
+			p, d := pairWithDropper(t, cfg, a.opts, tcp.Options{}, func(n int) bool { return n == 2000 })
+			d.resends = 1 // before any data: the dropper reads it only for data segments
 			c, s := dial(t, p, vtest.SideA, 5001)
 			if _, _, err := p.Transfer(c, s, 8<<20, 5, time.Minute); err != nil {
 				t.Fatal(err)
