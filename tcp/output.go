@@ -355,8 +355,8 @@ func (e *endpoint) paceBytes(n int) int {
 }
 
 // paceWait reports whether the pacer holds a size-byte segment, arming the
-// pacing timer if so: arm P's every segment, arm B's in slow start beyond
-// what the ACKs released (creditClock) and the pacer's burst.
+// pacing timer if so: arm P's every segment, arm B's beyond what the last
+// ACK released (creditClock) and the pacer's burst.
 func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	// control:tcp-pacing-never-waits
 	if e.pace == nil || !e.est.HasSample() {

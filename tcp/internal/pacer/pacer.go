@@ -66,15 +66,17 @@ func (p *Pacer) refill(now time.Duration) {
 	p.last = now
 }
 
-// Credit adds bytes the ACK clock released (what an ACK delivered), which
-// may leave at once without tokens. The credit held is capped at limit (the
-// congestion window), so credit saved while the sender was held cannot
-// become a burst larger than the window. Unpaced, it is ignored.
+// Credit sets the bytes the ACK clock released (what an ACK delivered, at
+// most limit, the congestion window), which may leave at once without
+// tokens. It replaces what the last ACK released: credit the sender could
+// not send at once (the peer's window or the application held it) is not
+// saved into a burst for later. Unpaced, it is ignored.
 func (p *Pacer) Credit(bytes, limit int) {
 	if p.rate == 0 || bytes <= 0 {
 		return
 	}
-	p.clock = min(p.clock+min(bytes, limit), max(limit, 0))
+	// control:tcpinternal-pacer-credit-saved
+	p.clock = max(min(bytes, limit), 0)
 }
 
 // NextSend is the earliest time, never before now, at which a size-byte
