@@ -67,7 +67,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	sacks := e.sackRanges(opts, ackOff)
 	e.probe = false // an ACK came: a probe still waiting has done its job
 	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoSpan(opts, now))
 	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
 	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
 	progress := ackOff > e.sndUna
@@ -80,7 +80,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	}
 	e.recoveryOnAck(s, opts, res, len(sacks) > 0, progress, wasOutstanding, sample, now)
 	e.q.SetInRecovery(e.rec.InRecovery())
-	e.rearmOnAck(progress)
+	e.rearmOnAck(progress, now)
 }
 
 // updateSendWindow takes the segment's window if it is newer than the last
@@ -158,14 +158,14 @@ func (e *endpoint) rttSample(res rtxq.AckResult, opts *header.TCPOptions, progre
 // rearmOnAck stops the retransmission timer when nothing is outstanding;
 // on an ACK of new data RFC 6298 §5.3 restarts the RTO, and RFC 8985 §7.2
 // arms the probe timeout instead when a probe may be sent.
-func (e *endpoint) rearmOnAck(progress bool) {
+func (e *endpoint) rearmOnAck(progress bool, now time.Duration) {
 	if e.q.Outstanding() == 0 {
 		e.tRtx.stop()
 		e.tlpArmed = false
 	} else if progress {
 		e.tlpArmed = false
-		if !e.armPTO() {
-			e.tRtx.arm(e.est.RTO())
+		if !e.armPTO(now) {
+			e.tRtx.armAt(now, e.est.RTO())
 		}
 	}
 }
@@ -207,7 +207,7 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 	if e.sackOK {
 		lost, reo := e.q.DetectLoss(now, srtt)
 		if reo > 0 {
-			e.tReo.arm(reo)
+			e.tReo.armAt(now, reo)
 		} else {
 			e.tReo.stop()
 		}

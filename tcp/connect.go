@@ -286,7 +286,7 @@ func (e *endpoint) handleSynSent(s *segment, now time.Duration) {
 		e.sndWL1, e.sndWL2 = 0, 1
 		e.established(now)
 		e.ackNow = true
-		e.finishInput()
+		e.finishInput(now)
 		return
 	}
 	// Simultaneous open (RFC 9293 §3.5, figure 8).

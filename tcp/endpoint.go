@@ -67,6 +67,7 @@ type outSeg struct {
 	isRst    bool
 	priorNxt uint64   // SND.NXT before this segment was built
 	prev     rtxq.Seg // a resend's segment as it was before Retransmitted
+	noDF     bool     // sent without DF (pmtu.go)
 }
 
 // endpoint is one TCP socket: a listener, or one side of a connection.
@@ -88,6 +89,7 @@ type endpoint struct {
 	resv         ports.Reservation
 	registered   bool
 	route        *stack.Route
+	routePath    path // what segments read from route (pathOf)
 	nicID        tcpip.NICID
 	credit       nic.Credit
 	cancelCredit func()
@@ -96,6 +98,7 @@ type endpoint struct {
 	userClosed   bool
 	after        []func()     // work for after the lock is released
 	releaseRoute *stack.Route // released after the outbox is written
+	noDF         bool         // a Packet Too Big went below the floor: no segment carries DF (pmtu.go)
 
 	// outbox and notifications, flushed after unlocking
 	outbox   []outSeg
@@ -205,6 +208,18 @@ func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.
 	return e
 }
 
+// pathOf is what segments read from e.route, read again only when the
+// route changes.
+func (e *endpoint) pathOf() *path {
+	if e.routePath.r != e.route {
+		e.routePath = path{}
+		if e.route != nil {
+			e.routePath = pathOf(e.route)
+		}
+	}
+	return &e.routePath
+}
+
 // now is the protocol clock's monotonic time since the protocol started.
 func (e *endpoint) now() time.Duration { return e.p.now() }
 
@@ -216,7 +231,7 @@ func (e *endpoint) unlock() {
 		for len(e.outbox) > 0 {
 			batch := e.outbox
 			e.outbox = e.spare[:0]
-			route := e.route
+			pa := *e.pathOf()
 			e.mu.Unlock()
 			refusedAt := -1
 			for i := range batch {
@@ -224,7 +239,7 @@ func (e *endpoint) unlock() {
 					batch[i].pkt.DecRef()
 					continue
 				}
-				err := e.p.write(route, batch[i].pkt)
+				err := e.p.write(&pa, batch[i].pkt, !batch[i].noDF)
 				batch[i].pkt.DecRef()
 				if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
 					refusedAt = i

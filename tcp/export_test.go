@@ -17,7 +17,7 @@ func BuildSegment(ep tcpip.Endpoint) {
 	e := ep.(*endpoint)
 	e.mu.Lock()
 	n := uint64(min(e.maxPayload(), e.sbuf.Len()))
-	e.sendData(e.sndUna, e.sndUna+n, false, nil)
+	e.sendData(e.sndUna, e.sndUna+n, false, nil, e.now())
 	e.dropOutbox()
 	e.unlock()
 }

@@ -72,10 +72,6 @@ func (e *endpoint) newIncarnation(s *segment) bool {
 	return d > 0 || d == 0 && above
 }
 
-// HandleError implements stack.TransportEndpoint; ICMP errors are ignored
-// (RFC 5927 §4.1 lets a TCP treat soft errors as advisory).
-func (e *endpoint) HandleError(stack.TransportError, *stack.PacketBuffer) {}
-
 // handleSegment is RFC 9293 §3.10.7's "SEGMENT ARRIVES" for every state but
 // LISTEN, in the RFC's order: sequence check, RST, SYN, ACK, then text.
 func (e *endpoint) handleSegment(s *segment) {
@@ -123,7 +119,7 @@ func (e *endpoint) handleSegment(s *segment) {
 		return
 	}
 	e.handleText(s, &opts, segOff, now)
-	e.finishInput()
+	e.finishInput(now)
 }
 
 // checkSequence is the first check of RFC 9293 §3.10.7.4, PAWS first (RFC
@@ -264,15 +260,15 @@ func (e *endpoint) handleText(s *segment, opts *header.TCPOptions, segOff uint64
 
 // finishInput sends what the segment called for: data the ACK allowed, and
 // the ACK itself, now or delayed.
-func (e *endpoint) finishInput() {
+func (e *endpoint) finishInput(now time.Duration) {
 	if e.state == StateClosed {
 		return
 	}
-	e.output()
+	e.outputAt(now)
 	if e.ackNow {
-		e.sendAck()
+		e.sendFlagsAt(header.TCPFlagAck, e.sndNxt, now)
 	} else if e.ackPending > 0 && !e.tDelack.armed() {
-		e.tDelack.arm(e.p.opts.DelayedAck)
+		e.tDelack.armAt(now, e.p.opts.DelayedAck)
 	}
 }
 
@@ -282,7 +278,7 @@ func (e *endpoint) sendRSTFor(s *segment) {
 	if s.has(header.TCPFlagRst) || e.route == nil {
 		return
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, s.ack, 0, header.TCPFlagRst, 0, nil, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, isRst: true})
 	e.p.st.rstSent.Inc()
 }

@@ -36,7 +36,7 @@ func (e *endpoint) sendSYN() {
 	}
 	e.rcvAdv = e.rcvNxt + uint64(wnd)
 	e.rcvPromise = e.rcvAdv
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, e.iss, ack, flags, uint16(wnd), opts, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, e.iss, ack, flags, uint16(wnd), opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: 0, end: 1})
 	e.lastAckSent = e.rcvNxt
 	if !e.tRtx.armed() {
@@ -49,12 +49,15 @@ func (e *endpoint) sendSYN() {
 func (e *endpoint) sendAck() { e.sendFlags(header.TCPFlagAck, e.sndNxt) }
 
 // sendFlags sends a segment without data at sequence offset seq.
-func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) {
+func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) { e.sendFlagsAt(flags, seq, e.now()) }
+
+// sendFlagsAt is sendFlags with the clock already read at now.
+func (e *endpoint) sendFlagsAt(flags header.TCPFlags, seq uint64, now time.Duration) {
 	if e.route == nil {
 		return
 	}
 	var ob [40]byte
-	opts := e.dataOptions(ob[:], flags&header.TCPFlagRst == 0, 40)
+	opts := e.dataOptions(ob[:], flags&header.TCPFlagRst == 0, 40, now)
 	var ack uint32
 	var wnd uint16
 	if flags&header.TCPFlagAck != 0 {
@@ -69,13 +72,13 @@ func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) {
 	if flags&header.TCPFlagRst != 0 {
 		wnd = 0
 	}
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, buffer.Buffer{})
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: seq, end: seq, isRst: flags&header.TCPFlagRst != 0})
 }
 
 // sendData builds one segment of [start, end) sequence offsets from the send
-// buffer; fin marks a FIN occupying the last offset.
-func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
+// buffer at now; fin marks a FIN occupying the last offset.
+func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now time.Duration) {
 	rtx := prev != nil
 	dataEnd := end
 	if fin {
@@ -85,7 +88,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 	var ob [40]byte
 	// control:hosttests-sack-options-not-counted-in-mss-1
 	// control:tcp-sack-options-beyond-mss-1
-	opts := e.dataOptions(ob[:], true, e.mss-n)
+	opts := e.dataOptions(ob[:], true, e.mss-n, now)
 	flags := header.TCPFlagAck
 	if fin {
 		flags |= header.TCPFlagFin
@@ -97,13 +100,14 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 		flags |= header.TCPFlagPsh
 	}
 	wnd := e.rcvWindow()
-	pkt := e.p.buildPacket(e.route, e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
+	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
 	e.lastAckSent = e.rcvNxt
 	e.ackPending = 0
 	e.ackNow = false
 	e.dsack = nil
 	e.tDelack.stop()
-	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt}
+	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt,
+		noDF: e.mayFragment(n + len(opts))}
 	if rtx {
 		o.prev = *prev
 	}
@@ -113,8 +117,8 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg) {
 	} else {
 		e.p.st.sentBytes.Add(uint64(n))
 	}
-	e.lastSend = e.now()
-	e.ackGap.sent(e.lastSend)
+	e.lastSend = now
+	e.ackGap.sent(now)
 }
 
 // maxPayload is the payload of a new full segment now: the MSS less the
@@ -134,7 +138,11 @@ func (e *endpoint) maxPayload() int { return max(min(e.smss, e.mss-e.optionBytes
 // peer-window stop overrides the card's verdict (the gate would grow cwnd on
 // a card stop, cc/limited.go); a full cwnd with a full card reports cwnd,
 // which the gate reads the same way.
-func (e *endpoint) output() {
+func (e *endpoint) output() { e.outputAt(e.now()) }
+
+// outputAt is output with the clock already read at now: one read per send
+// opportunity or inbound segment, passed down to every segment it builds.
+func (e *endpoint) outputAt(now time.Duration) {
 	switch e.state {
 	case StateEstablished, StateCloseWait, StateFinWait1, StateClosing, StateLastAck:
 	default:
@@ -145,9 +153,8 @@ func (e *endpoint) output() {
 	if e.pacingWait && !e.clockPaced {
 		return
 	}
-	now := e.now()
 	var reason cc.StopReason
-	sentNew := false
+	sentNew, headResent := false, false
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
 	for {
@@ -169,6 +176,7 @@ func (e *endpoint) output() {
 			if c.head {
 				e.rec.HeadDone()
 			}
+			headResent = headResent || c.start <= e.sndUna
 			e.retransmit(c.start, c.end, c.fin, now)
 			continue
 		}
@@ -195,7 +203,7 @@ func (e *endpoint) output() {
 		e.ctl.OnSend(now, e.sndNxt)
 	}
 	if e.q.Outstanding() > 0 {
-		e.armRetransmitTimer(sentNew)
+		e.armRetransmitTimer(sentNew, headResent, now)
 	}
 }
 
@@ -232,10 +240,36 @@ func (e *endpoint) nextSegment(smss, cwnd uint64) (candidate, cc.StopReason, boo
 	if ok || !e.probe || stop == cc.StopCwnd {
 		return c, stop, ok
 	}
-	if seg, ok := e.q.Newest(); ok {
+	if seg, ok := e.probeSegment(); ok {
 		return candidate{start: seg.Start, end: seg.End, fin: seg.Fin, rtx: true}, 0, true
 	}
 	return c, stop, false
+}
+
+// probeSegment is what a loss probe resends when no new data may go: the
+// newest segment (RFC 8985 §7.3), or, in a recovery, the segment at SND.UNA.
+//
+// Departure from RFC 8985 §7.3, whose probe is always the newest segment and
+// which arms no probe in recovery (§7.2; here a probe armed by new data
+// before a recovery began still fires in it). In a recovery the hole at
+// SND.UNA has been resent; if that resend was lost and nothing new follows
+// it (the tail of a transfer), only a copy sent after it can show RACK the
+// loss. The newest segment's ACK cannot: it arrives as a SACK, whose echo is
+// the left edge's (RFC 7323 §4.3), so it is no RACK sample of a resend
+// (rtxq's RFC 8985 §6.2 step 2), and the flight waits for the RTO (200 ms
+// on a 1 ms path). The head's copy, once delivered, moves SND.UNA: that ACK
+// echoes the probe, so it is a sample, and RACK marks every earlier
+// transmission still missing lost. It is safe: one segment, resent at most
+// once a PTO, what the RTO would resend first (RFC 6298 §5.4); a needless
+// copy is reported by a D-SACK and counted spurious.
+func (e *endpoint) probeSegment() (rtxq.Seg, bool) {
+	// control:tcp-probe-in-recovery-sends-newest
+	if e.rec.InRecovery() {
+		if seg, ok := e.q.Oldest(); ok && !seg.Sacked {
+			return seg, true
+		}
+	}
+	return e.q.Newest()
 }
 
 // nextRetransmission is the lowest segment marked lost, else the head when
@@ -315,7 +349,7 @@ func (e *endpoint) sendNew(c candidate, now time.Duration) bool {
 	}
 	size := c.size()
 	e.rec.OnSent(size, false)
-	e.sendData(c.start, c.end, c.fin, nil)
+	e.sendData(c.start, c.end, c.fin, nil, now)
 	if e.pace != nil {
 		e.pace.Sent(now, int(size)+header.TCPMinimumSize)
 	}
@@ -373,7 +407,7 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 		return false
 	}
 	e.pacingWait = true
-	e.tPace.arm(at - now)
+	e.tPace.armAt(now, at-now)
 	return true
 }
 
@@ -388,7 +422,7 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	prev, _ := e.q.Seg(start)
 	e.q.Retransmitted(start, now)
 	e.rec.OnSent(end-start, true)
-	e.sendData(start, end, fin, &prev)
+	e.sendData(start, end, fin, &prev, now)
 	if e.pace != nil {
 		e.pace.Sent(now, int(end-start)+header.TCPMinimumSize)
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,7 +24,13 @@ type CPUConfig struct {
 	Bytes int64    // payload per transfer
 	MTUs  []uint32 // e.g. 1500 and 9000
 	Procs []int    // GOMAXPROCS of each set of rows (default: 1 and 2)
+	// TCPs are the stacks to run, "netramp" and "gVisor" (default: both),
+	// so a profile can hold one stack's transfers alone.
+	TCPs []string
 }
+
+// cpuTCPs are the names CPUConfig.TCPs accepts, in row order.
+var cpuTCPs = []string{"netramp", "gVisor"}
 
 // CPUResult is one transfer's cost. Real time on a shared machine: figures to
 // read side by side, not thresholds.
@@ -37,6 +45,10 @@ type CPUResult struct {
 	MBps        float64
 	CPUSecPerGB float64
 	AllocsPerMB float64
+	// Packets is what both stacks' IP layers sent (data and ACKs): the
+	// shared IP and link layer costs the same per packet for either TCP.
+	Packets      uint64
+	PacketsPerMB float64
 }
 
 // CPU runs, for each GOMAXPROCS and MTU, this TCP and then gVisor's.
@@ -48,6 +60,15 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if len(procs) == 0 {
 		procs = []int{1, 2}
 	}
+	tcps := cfg.TCPs
+	if len(tcps) == 0 {
+		tcps = cpuTCPs
+	}
+	for _, t := range tcps {
+		if !slices.Contains(cpuTCPs, t) {
+			return nil, fmt.Errorf("bench: cpu: TCP %q is not one of %s", t, strings.Join(cpuTCPs, ", "))
+		}
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var out []CPUResult
 	for _, p := range procs {
@@ -56,11 +77,14 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		}
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
-			for _, gv := range []bool{false, true} {
+			for _, name := range cpuTCPs {
+				if !slices.Contains(tcps, name) {
+					continue
+				}
 				if err := ctx.Err(); err != nil {
 					return out, err
 				}
-				r, err := cpuTransfer(ctx, cfg.Bytes, mtu, gv)
+				r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor")
 				if err != nil {
 					return out, err
 				}
@@ -105,7 +129,11 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, 
 		received, err = io.Copy(io.Discard, c)
 		got <- err
 	}()
+	ipSent := func() uint64 {
+		return src.Gvisor().Stats().IP.PacketsSent.Value() + dst.Gvisor().Stats().IP.PacketsSent.Value()
+	}
 	runtime.GC()
+	pk0 := ipSent()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
@@ -134,11 +162,12 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, 
 	if received != n {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
-	r := CPUResult{TCP: name, MTU: mtu, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs}
+	r := CPUResult{TCP: name, MTU: mtu, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0}
 	mb := float64(n) / 1e6
 	r.MBps = mb / wall.Seconds()
 	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
 	r.AllocsPerMB = float64(r.Allocs) / mb
+	r.PacketsPerMB = float64(r.Packets) / mb
 	return r, nil
 }
 
@@ -163,7 +192,7 @@ func send(w io.Writer, n int64) error {
 // line for each GOMAXPROCS and MTU.
 func WriteCPU(w io.Writer, rs []CPUResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cores\tMTU\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\twall\tCPU")
+	fmt.Fprintln(tw, "cores\tMTU\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\tpackets per MB\twall\tCPU")
 	type key struct {
 		procs int
 		mtu   uint32
@@ -177,14 +206,14 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 			keys = append(keys, k)
 		}
 		by[k][r.TCP] = r
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%.0f\t%.2f\t%.0f\t%s\t%s\n", r.Procs, r.MTU, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB,
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t%s\n", r.Procs, r.MTU, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
 			r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
 	}
 	for _, k := range keys {
 		a, okA := by[k]["netramp"]
 		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\t%d\tnetramp/gVisor\t%s\t%s\t%s\t\t\n", k.procs, k.mtu, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB))
+			fmt.Fprintf(tw, "%d\t%d\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, k.mtu, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
 		}
 	}
 	return tw.Flush()
