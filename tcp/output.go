@@ -148,7 +148,9 @@ func (e *endpoint) outputAt(now time.Duration) {
 	default:
 		return
 	}
-	if e.pacingWait {
+	// Arm B's ACKs bring credit its pacer lets go at once (creditClock), so
+	// an ACK resumes it before the pacing timer; arm P waits for the timer.
+	if e.pacingWait && !e.clockPaced {
 		return
 	}
 	var reason cc.StopReason
@@ -379,14 +381,26 @@ func (e *endpoint) waitCredit() {
 	})
 }
 
+// paceBytes is what n bytes of payload count in the pacer, which counts
+// each segment with its TCP header: a header for each SMSS or part of one.
+func (e *endpoint) paceBytes(n int) int {
+	return n + (n+e.smss-1)/e.smss*header.TCPMinimumSize
+}
+
 // paceWait reports whether the pacer holds a size-byte segment, arming the
-// pacing timer if so.
+// pacing timer if so: arm P's every segment, arm B's beyond what the last
+// ACK released (creditClock) and the pacer's burst.
 func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	// control:tcp-pacing-never-waits
 	if e.pace == nil || !e.est.HasSample() {
 		return false
 	}
-	e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
+	if e.clockPaced {
+		rate, burst := e.ctl.ClockPacing(e.est.MinRTT())
+		e.pace.SetRate(rate, e.paceBytes(burst))
+	} else {
+		e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
+	}
 	at := e.pace.NextSend(now, size+header.TCPMinimumSize)
 	if at <= now {
 		return false
