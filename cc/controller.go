@@ -436,6 +436,7 @@ func (c *Controller) OnCongestion(now time.Duration, inFlight int) {
 	flight := clampSize(inFlight)
 	c.cwndPrior = c.cwnd
 	c.cub.onReduction(c.cwnd)
+	// control:cc-reduce-from-cwnd
 	c.ssthresh = reducedWindow(flight, c.smss)
 	// cwnd = max(ssthresh, 2·SMSS) (§4.6), but a reduction never raises cwnd
 	// above max(cwnd, 2·SMSS) when the flight exceeded cwnd.

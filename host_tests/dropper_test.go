@@ -7,7 +7,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
-	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/stack/tcptest"
 )
 
 // dropper is a link endpoint between a stack and its wire end that drops
@@ -15,7 +15,7 @@ import (
 // segment sent (counting from 1) is dropped when drop(n) says so. A
 // retransmission (a sequence number seen before) always passes.
 type dropper struct {
-	gstack.LinkEndpoint
+	tcptest.Wrapper
 	mu      sync.Mutex
 	drop    func(n int) bool
 	n       int
@@ -25,15 +25,7 @@ type dropper struct {
 }
 
 func newDropper(inner gstack.LinkEndpoint, drop func(n int) bool) *dropper {
-	return &dropper{LinkEndpoint: inner, drop: drop}
-}
-
-// TxCredit forwards the wire end's card credit.
-func (d *dropper) TxCredit() nic.Credit {
-	if cl, ok := d.LinkEndpoint.(nic.CreditLink); ok {
-		return cl.TxCredit()
-	}
-	return nil
+	return &dropper{Wrapper: tcptest.Wrapper{LinkEndpoint: inner}, drop: drop}
 }
 
 // Dropped is how many segments were dropped.

@@ -8,7 +8,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
-	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
 	"github.com/netramp/netramp/stack/tcptest"
@@ -20,20 +19,12 @@ import (
 // chosen fraction of data segments for extra before they enter the wire, so
 // they arrive behind segments sent after them: reordering without loss.
 type delayer struct {
-	gstack.LinkEndpoint
+	tcptest.Wrapper
 	clk     tcpip.Clock
 	rng     *rand.Rand
 	frac    float64
 	extra   time.Duration
 	delayed int
-}
-
-// TxCredit forwards the wire end's card credit.
-func (d *delayer) TxCredit() nic.Credit {
-	if cl, ok := d.LinkEndpoint.(nic.CreditLink); ok {
-		return cl.TxCredit()
-	}
-	return nil
 }
 
 // WritePackets passes each packet on now, or extra later for the chosen
@@ -86,7 +77,7 @@ func TestReorderedSegmentsAreNotDroppedByPAWS(t *testing.T) {
 				return ep
 			}
 			drop = newDropper(ep, func(n int) bool { return n%500 == 250 })
-			d = &delayer{LinkEndpoint: drop, clk: clk, rng: rand.New(rand.NewPCG(21, 4)), frac: 0.02, extra: 4 * time.Millisecond}
+			d = &delayer{Wrapper: tcptest.Wrapper{LinkEndpoint: drop}, clk: clk, rng: rand.New(rand.NewPCG(21, 4)), frac: 0.02, extra: 4 * time.Millisecond}
 			return d
 		})
 	if err != nil {

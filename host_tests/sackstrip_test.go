@@ -8,9 +8,9 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
-	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 )
@@ -19,15 +19,8 @@ import (
 // into NOPs: a receiver that negotiated SACK but reports no blocks on its
 // duplicate ACKs (as gVisor's TCP does once its own write side is shut).
 type sackStripper struct {
-	gstack.LinkEndpoint
+	tcptest.Wrapper
 	stripped int
-}
-
-func (s *sackStripper) TxCredit() nic.Credit {
-	if cl, ok := s.LinkEndpoint.(nic.CreditLink); ok {
-		return cl.TxCredit()
-	}
-	return nil
 }
 
 func (s *sackStripper) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
@@ -77,7 +70,7 @@ func TestDupAcksWithoutSACKBlocksStillTriggerFastRetransmit(t *testing.T) {
 				d = newDropper(ep, func(n int) bool { return n == 500 || n == 2000 })
 				return d
 			}
-			st = &sackStripper{LinkEndpoint: ep}
+			st = &sackStripper{Wrapper: tcptest.Wrapper{LinkEndpoint: ep}}
 			return st
 		})
 	if err != nil {

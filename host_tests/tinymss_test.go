@@ -9,9 +9,9 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
-	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/nic/wire"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/stack/vclock"
 	"github.com/netramp/netramp/stack/vtest"
 	"github.com/netramp/netramp/tcp"
@@ -32,16 +32,9 @@ type flightProbe struct {
 }
 
 type flightLink struct {
-	gstack.LinkEndpoint
+	tcptest.Wrapper
 	p    *flightProbe
 	side vtest.Side
-}
-
-func (l *flightLink) TxCredit() nic.Credit {
-	if cl, ok := l.LinkEndpoint.(nic.CreditLink); ok {
-		return cl.TxCredit()
-	}
-	return nil
 }
 
 func (l *flightLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
@@ -102,7 +95,7 @@ func TestPeerForcingATinyMSSGetsABoundedQueue(t *testing.T) {
 	p, err := vtest.NewPairLinks(wire.Config{AtoB: dir, BtoA: dir},
 		stack.Options{TCP: tcp.Options{SendBufferMax: sendBuf}}, stack.Options{}, 1,
 		func(side vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
-			return &flightLink{LinkEndpoint: ep, p: probe, side: side}
+			return &flightLink{Wrapper: tcptest.Wrapper{LinkEndpoint: ep}, p: probe, side: side}
 		})
 	if err != nil {
 		t.Fatal(err)

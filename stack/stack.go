@@ -149,7 +149,8 @@ func New(o Options) (*Stack, error) {
 		if name == "" {
 			name = fmt.Sprintf("nic%d", id)
 		}
-		if err := s.CreateNICWithOptions(id, n.Link, gstack.NICOptions{Name: name}); err != nil {
+		// control:stack-default-qdisc
+		if err := s.CreateNICWithOptions(id, n.Link, gstack.NICOptions{Name: name, QDisc: &directQDisc{link: n.Link}}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("stack: create NIC %d: %s", id, err)
 		}

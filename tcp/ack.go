@@ -67,7 +67,7 @@ func (e *endpoint) onAck(s *segment, opts *header.TCPOptions, segOff, ackOff uin
 	sacks := e.sackRanges(opts, ackOff)
 	e.probe = false // an ACK came: a probe still waiting has done its job
 	wasOutstanding := e.q.Outstanding() > 0
-	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoBefore(opts, now))
+	res := e.q.OnAckEcho(ackOff, sacks, now, e.echoSpan(opts, now))
 	e.p.st.spuriousBytes.Add(res.SpuriousBytes)
 	e.ackGap.acked(now, wasOutstanding, e.q.Outstanding() > 0)
 	progress := ackOff > e.sndUna

@@ -18,9 +18,7 @@ func TestFinInEstablishedMovesToCloseWaitAndReadsEOF(t *testing.T) {
 	if a.ack != c.peerNxt {
 		t.Fatalf("FIN acked at %d, want %d", a.ack, c.peerNxt)
 	}
-	if s := tcp.State(c.ep.State()); s != tcp.StateCloseWait {
-		t.Fatalf("state %v, want CLOSE-WAIT", s)
-	}
+	c.wantState(t, tcp.StateCloseWait)
 	if b, _ := c.read(t); string(b) != "bye" {
 		t.Fatalf("read %q", b)
 	}
@@ -35,14 +33,10 @@ func TestFinInEstablishedMovesToCloseWaitAndReadsEOF(t *testing.T) {
 	if !f.has(header.TCPFlagFin) || f.seq != c.hostNxt {
 		t.Fatalf("want FIN at %d, got %+v", c.hostNxt, f)
 	}
-	if s := tcp.State(c.ep.State()); s != tcp.StateLastAck {
-		t.Fatalf("state %v, want LAST-ACK", s)
-	}
+	c.wantState(t, tcp.StateLastAck)
 	c.hostNxt++
 	c.send(header.TCPFlagAck, nil)
-	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
-		t.Fatalf("state %v, want CLOSED", s)
-	}
+	c.wantState(t, tcp.StateClosed)
 }
 
 func TestActiveCloseGoesThroughFinWaitToTimeWait(t *testing.T) {
@@ -53,21 +47,15 @@ func TestActiveCloseGoesThroughFinWaitToTimeWait(t *testing.T) {
 	if !f.has(header.TCPFlagFin) {
 		t.Fatalf("no FIN: %+v", f)
 	}
-	if s := tcp.State(c.ep.State()); s != tcp.StateFinWait1 {
-		t.Fatalf("state %v, want FIN-WAIT-1", s)
-	}
+	c.wantState(t, tcp.StateFinWait1)
 	c.hostNxt++
 	c.send(header.TCPFlagAck, nil)
-	if s := tcp.State(c.ep.State()); s != tcp.StateFinWait2 {
-		t.Fatalf("state %v, want FIN-WAIT-2", s)
-	}
+	c.wantState(t, tcp.StateFinWait2)
 	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
 	if a := h.one(); a.ack != c.peerNxt {
 		t.Fatalf("FIN not acked: %+v", a)
 	}
-	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
-		t.Fatalf("state %v, want TIME-WAIT", s)
-	}
+	c.wantState(t, tcp.StateTimeWait)
 	h.clk.RunFor(3 * time.Second)
 	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
 		t.Fatalf("state %v after 2·MSL, want CLOSED", s)
@@ -82,14 +70,10 @@ func TestSimultaneousCloseGoesThroughClosing(t *testing.T) {
 	// The peer's FIN crosses ours (it does not ack our FIN).
 	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
 	h.one()
-	if s := tcp.State(c.ep.State()); s != tcp.StateClosing {
-		t.Fatalf("state %v, want CLOSING", s)
-	}
+	c.wantState(t, tcp.StateClosing)
 	c.hostNxt++
 	c.send(header.TCPFlagAck, nil)
-	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
-		t.Fatalf("state %v, want TIME-WAIT", s)
-	}
+	c.wantState(t, tcp.StateTimeWait)
 }
 
 func TestZeroLingerCloseSendsRST(t *testing.T) {
@@ -114,17 +98,22 @@ func TestCloseWithUnreadDataSendsRST(t *testing.T) {
 	}
 }
 
+// holdTimeWait closes the connection from the host's side first; the peer's
+// FIN acknowledges the host's, so the host holds TIME-WAIT.
+func (c *conn) holdTimeWait(t *testing.T) {
+	t.Helper()
+	c.ep.Shutdown(tcpip.ShutdownWrite)
+	c.h.one()
+	c.hostNxt++
+	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
+	c.h.out()
+	c.wantState(t, tcp.StateTimeWait)
+}
+
 func TestRSTInTimeWaitIsIgnored(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{TimeWait: 10 * time.Second})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	c.ep.Shutdown(tcpip.ShutdownWrite)
-	h.one()
-	c.hostNxt++
-	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
-	h.out()
-	if tcp.State(c.ep.State()) != tcp.StateTimeWait {
-		t.Fatal("not in TIME-WAIT")
-	}
+	c.holdTimeWait(t)
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, flags: header.TCPFlagRst})
 	if tcp.State(c.ep.State()) != tcp.StateTimeWait {
 		t.Fatal("a RST ended TIME-WAIT (RFC 1337)")
@@ -154,15 +143,7 @@ func TestClosingListenerResetsConnectionsNotYetAccepted(t *testing.T) {
 func TestNewSYNAboveTheOldSequenceEndsTimeWait(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{TimeWait: time.Minute})
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	// The host closes first, so it holds TIME-WAIT.
-	c.ep.Shutdown(tcpip.ShutdownWrite)
-	h.one()
-	c.hostNxt++
-	c.send(header.TCPFlagAck|header.TCPFlagFin, nil)
-	h.out()
-	if tcp.State(c.ep.State()) != tcp.StateTimeWait {
-		t.Fatal("not in TIME-WAIT")
-	}
+	c.holdTimeWait(t)
 	// The peer reuses its port at once with a higher sequence number.
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt + 100000, flags: header.TCPFlagSyn, wnd: 65535,
 		opts: synOptions(1460, 7, true, false, 0)})
@@ -226,18 +207,5 @@ func TestUserTimeoutEndsAnUnansweredConnectionEarly(t *testing.T) {
 	if err := c.ep.SetSockOpt(&ut); err != nil {
 		t.Fatal(err)
 	}
-	c.write(t, make([]byte, 1000))
-	h.clk.RunFor(4 * time.Second)
-	if tcp.State(c.ep.State()) == tcp.StateClosed {
-		t.Fatal("closed before the user timeout")
-	}
-	h.clk.RunFor(12 * time.Second)
-	if tcp.State(c.ep.State()) != tcp.StateClosed {
-		t.Fatalf("still %v 16 s into a 5 s user timeout", tcp.State(c.ep.State()))
-	}
-	if _, err := c.read(t); err == nil {
-		t.Fatal("read succeeded")
-	} else if _, ok := err.(*tcpip.ErrTimeout); !ok {
-		t.Fatalf("read: %v, want timeout", err)
-	}
+	c.wantGiveUp(t, 4*time.Second, 12*time.Second) // a 5 s user timeout
 }

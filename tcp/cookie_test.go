@@ -15,10 +15,7 @@ import (
 func TestSynCookieConnectionKeepsScaleSACKAndTimestamps(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	l, _ := h.listen(80, 16) // SYN queue of 16
-	for i := 0; i < 16; i++ {
-		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
-			opts: synOptions(1460, 7, true, true, 1)})
-	}
+	h.sendSYNs(80, 16)
 	h.out()
 	c := &conn{h: h, port: 80, peerNxt: 5000, peerTS: 900, ts: true}
 	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, flags: header.TCPFlagSyn, wnd: 65535,

@@ -13,7 +13,7 @@ type stats struct {
 	stops                                                [4]*counters.Counter
 	spurious, challengeAcks, giveUps                     *counters.Counter
 	rcvEdgeRetreats, persistGiveUps, spuriousBytes       *counters.Counter
-	segCapStops                                          *counters.Counter
+	segCapStops, pmtuLowered, pmtuIgnored                *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
@@ -48,6 +48,8 @@ func newStats(r *counters.Registry) *stats {
 		spurious:        m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
 		spuriousBytes:   m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
 		segCapStops:     m("tcp.stops.segment-cap", "send opportunities that ended on the cap of segments outstanding (a peer forcing a tiny MSS); also in tcp.stops.peer-window"),
+		pmtuLowered:     m("tcp.pmtu.lowered", "ICMP Packet Too Big messages that lowered a connection's MSS"),
+		pmtuIgnored:     m("tcp.pmtu.ignored", "ICMP Packet Too Big messages ignored: no usable MTU, not below the MSS, or quoting no segment in flight"),
 		challengeAcks:   m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
 		giveUps:         m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
 		persistGiveUps:  m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),

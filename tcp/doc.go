@@ -6,6 +6,7 @@
 //	input.go     "SEGMENT ARRIVES" (RFC 9293 §3.10.7): checks, ACK processing, receive path, timers' work
 //	output.go    the send opportunity and its stop reason, segment building, retransmission, refusals
 //	timer.go     timers on the stack's clock
+//	pmtu.go      DF on every segment, and Packet Too Big lowering the MSS
 //	counters.go  the tcp.* counters
 //
 // Loss recovery (its state, recovery point, duplicate ACKs, PRR, undo and RTO
@@ -17,7 +18,9 @@
 //   - challenge ACKs are limited per connection, ten a second (input.go, RFC 5961 §7);
 //   - a SYN-cookie connection without timestamps has no window scale or SACK
 //     (listen.go; with timestamps they ride in the TSval, syncookie);
-//   - ICMP errors are advisory only (input.go, RFC 5927 §4.1);
+//   - ICMP errors but Packet Too Big are advisory only (pmtu.go, RFC 5927 §4.1);
+//   - after a Packet Too Big, segments already built keep their size and go
+//     without DF, and cc keeps its SMSS (pmtu.go);
 //   - a RST in TIME-WAIT is ignored (RFC 1337 §3);
 //   - the minimum RTO is 200 ms (tcp/internal/rtt);
 //   - a loss RACK finds after an RTO starts a PRR-paced fast recovery

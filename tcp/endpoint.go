@@ -67,6 +67,7 @@ type outSeg struct {
 	isRst    bool
 	priorNxt uint64   // SND.NXT before this segment was built
 	prev     rtxq.Seg // a resend's segment as it was before Retransmitted
+	noDF     bool     // sent without DF (pmtu.go)
 }
 
 // endpoint is one TCP socket: a listener, or one side of a connection.
@@ -97,6 +98,7 @@ type endpoint struct {
 	userClosed   bool
 	after        []func()     // work for after the lock is released
 	releaseRoute *stack.Route // released after the outbox is written
+	noDF         bool         // a Packet Too Big went below the floor: no segment carries DF (pmtu.go)
 
 	// outbox and notifications, flushed after unlocking
 	outbox   []outSeg
@@ -236,7 +238,7 @@ func (e *endpoint) unlock() {
 					batch[i].pkt.DecRef()
 					continue
 				}
-				err := e.p.write(&pa, batch[i].pkt)
+				err := e.p.write(&pa, batch[i].pkt, !batch[i].noDF)
 				batch[i].pkt.DecRef()
 				if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
 					refusedAt = i

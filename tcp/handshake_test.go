@@ -6,7 +6,6 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/tcp"
@@ -79,10 +78,7 @@ func TestSegmentToNoListenerGetsRST(t *testing.T) {
 func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	l, _ := h.listen(80, 1) // SYN queue of 8
-	for i := 0; i < 8; i++ {
-		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: 80, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
-			opts: synOptions(1460, 7, true, true, 1)})
-	}
+	h.sendSYNs(80, 8)
 	if n := len(h.out()); n != 8 {
 		t.Fatalf("%d SYN-ACKs for 8 SYNs", n)
 	}
@@ -126,10 +122,8 @@ func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
 
 func TestRSTToSynSentRefusesTheConnection(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
-	wq := new(waiter.Queue)
-	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
-	defer ep.Close()
-	if err := ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: 80}); err == nil {
+	ep, err := h.connect(80)
+	if err == nil {
 		t.Fatal("Connect returned nil, want ErrConnectStarted")
 	}
 	syn := h.one()
@@ -151,10 +145,7 @@ func TestRSTToSynSentRefusesTheConnection(t *testing.T) {
 
 func TestSimultaneousOpenEstablishes(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
-	wq := new(waiter.Queue)
-	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
-	defer ep.Close()
-	ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: 80})
+	ep, _ := h.connect(80)
 	syn := h.one()
 	// The peer's own SYN crosses ours (RFC 9293 figure 8).
 	h.inject(pseg{srcPort: 80, dstPort: syn.srcPort, seq: 300, flags: header.TCPFlagSyn, wnd: 65535,
@@ -177,10 +168,7 @@ func TestSimultaneousOpenEstablishes(t *testing.T) {
 
 func TestSynIsRetransmittedWithBackoffThenTimesOut(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
-	wq := new(waiter.Queue)
-	ep, _ := h.s.Gvisor().NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
-	defer ep.Close()
-	ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: 80})
+	ep, _ := h.connect(80)
 	var times []time.Duration
 	start := h.clk.Elapsed()
 	for i := 0; i < 400; i++ {

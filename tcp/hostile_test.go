@@ -118,9 +118,7 @@ func TestTimeWaitEndsOnlyForASynWithNewerTimestamp(t *testing.T) {
 	c.hostNxt++ // our FIN
 	c.send(header.TCPFlagFin|header.TCPFlagAck, nil)
 	h.out()
-	if s := tcp.State(c.ep.State()); s != tcp.StateTimeWait {
-		t.Fatalf("state %v, want TIME-WAIT", s)
-	}
+	c.wantState(t, tcp.StateTimeWait)
 	syn := func(seq, tsVal uint32, ts bool) {
 		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: seq, flags: header.TCPFlagSyn, wnd: 65535,
 			opts: synOptions(1460, 7, true, ts, tsVal)})

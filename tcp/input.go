@@ -72,10 +72,6 @@ func (e *endpoint) newIncarnation(s *segment) bool {
 	return d > 0 || d == 0 && above
 }
 
-// HandleError implements stack.TransportEndpoint; ICMP errors are ignored
-// (RFC 5927 §4.1 lets a TCP treat soft errors as advisory).
-func (e *endpoint) HandleError(stack.TransportError, *stack.PacketBuffer) {}
-
 // handleSegment is RFC 9293 §3.10.7's "SEGMENT ARRIVES" for every state but
 // LISTEN, in the RFC's order: sequence check, RST, SYN, ACK, then text.
 func (e *endpoint) handleSegment(s *segment) {

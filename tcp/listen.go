@@ -184,7 +184,7 @@ func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuf
 	pa := pathOf(r)
 	out := e.p.buildPacket(&pa, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, e.p.cookieWindow(), opts, buffer.Buffer{})
 	e.after = append(e.after, func() {
-		if e.p.write(&pa, out) == nil {
+		if e.p.write(&pa, out, true) == nil {
 			e.p.st.cookiesSent.Inc()
 		}
 		out.DecRef()

@@ -106,7 +106,8 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 	e.ackNow = false
 	e.dsack = nil
 	e.tDelack.stop()
-	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt}
+	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt,
+		noDF: e.mayFragment(n + len(opts))}
 	if rtx {
 		o.prev = *prev
 	}
@@ -236,10 +237,36 @@ func (e *endpoint) nextSegment(smss, cwnd uint64) (candidate, cc.StopReason, boo
 	if ok || !e.probe || stop == cc.StopCwnd {
 		return c, stop, ok
 	}
-	if seg, ok := e.q.Newest(); ok {
+	if seg, ok := e.probeSegment(); ok {
 		return candidate{start: seg.Start, end: seg.End, fin: seg.Fin, rtx: true}, 0, true
 	}
 	return c, stop, false
+}
+
+// probeSegment is what a loss probe resends when no new data may go: the
+// newest segment (RFC 8985 §7.3), or, in a recovery, the segment at SND.UNA.
+//
+// Departure from RFC 8985 §7.3, whose probe is always the newest segment and
+// which arms no probe in recovery (§7.2; here a probe armed by new data
+// before a recovery began still fires in it). In a recovery the hole at
+// SND.UNA has been resent; if that resend was lost and nothing new follows
+// it (the tail of a transfer), only a copy sent after it can show RACK the
+// loss. The newest segment's ACK cannot: it arrives as a SACK, whose echo is
+// the left edge's (RFC 7323 §4.3), so it is no RACK sample of a resend
+// (rtxq's RFC 8985 §6.2 step 2), and the flight waits for the RTO (200 ms
+// on a 1 ms path). The head's copy, once delivered, moves SND.UNA: that ACK
+// echoes the probe, so it is a sample, and RACK marks every earlier
+// transmission still missing lost. It is safe: one segment, resent at most
+// once a PTO, what the RTO would resend first (RFC 6298 §5.4); a needless
+// copy is reported by a D-SACK and counted spurious.
+func (e *endpoint) probeSegment() (rtxq.Seg, bool) {
+	// control:tcp-probe-in-recovery-sends-newest
+	if e.rec.InRecovery() {
+		if seg, ok := e.q.Oldest(); ok && !seg.Sacked {
+			return seg, true
+		}
+	}
+	return e.q.Newest()
 }
 
 // nextRetransmission is the lowest segment marked lost, else the head when

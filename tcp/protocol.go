@@ -173,7 +173,7 @@ func (p *protocol) buildRST(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 // sendBuilt writes a stateless segment and releases it and its route.
 func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, rst bool) {
 	pa := pathOf(r)
-	if p.write(&pa, out) == nil && rst {
+	if p.write(&pa, out, true) == nil && rst {
 		p.st.rstSent.Inc()
 	}
 	out.DecRef()
@@ -230,11 +230,14 @@ func (p *protocol) buildPacket(pa *path, sport, dport uint16, seq, ack uint32, f
 	return pkt
 }
 
-func (p *protocol) write(pa *path, pkt *stack.PacketBuffer) tcpip.Error {
+// write hands pkt to the network layer, with DF set when df (pmtu.go); the
+// caller keeps its reference.
+func (p *protocol) write(pa *path, pkt *stack.PacketBuffer, df bool) tcpip.Error {
 	if pa.r == nil {
 		return &tcpip.ErrHostUnreachable{}
 	}
-	err := pa.r.WritePacket(stack.NetworkHeaderParams{Protocol: ProtocolNumber, TTL: pa.ttl}, pkt)
+	// control:tcp-no-df
+	err := pa.r.WritePacket(stack.NetworkHeaderParams{Protocol: ProtocolNumber, TTL: pa.ttl, DF: df}, pkt)
 	if err == nil {
 		p.st.segsOut.Inc()
 	}

@@ -186,11 +186,7 @@ func TestMalformedHeadersAreCountedNotFatal(t *testing.T) {
 	h.inject(bad)
 	// SACK blocks outside (SND.UNA, SND.NXT].
 	sack := base
-	sack.opts = make([]byte, 20)
-	nn := header.EncodeNOP(sack.opts)
-	nn += header.EncodeNOP(sack.opts[nn:])
-	nn += header.EncodeSACKBlocks([]header.SACKBlock{{Start: 5, End: 90000}}, sack.opts[nn:])
-	sack.opts = sack.opts[:nn]
+	sack.opts = sackOption(5, 90000)
 	h.inject(sack)
 	if tcp.State(c.ep.State()) != tcp.StateEstablished {
 		t.Fatal("hostile segments broke the connection")

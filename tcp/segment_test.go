@@ -107,6 +107,24 @@ func (h *segHarness) listen(port uint16, backlog int) (tcpip.Endpoint, *waiter.Q
 	return h.host.Listen(port, backlog)
 }
 
+// sendSYNs sends n SYNs to port from peer ports 30000 on, each offering
+// every option: half-open connections, enough to fill a SYN queue.
+func (h *segHarness) sendSYNs(port uint16, n int) {
+	for i := 0; i < n; i++ {
+		h.inject(pseg{srcPort: uint16(30000 + i), dstPort: port, seq: 1, flags: header.TCPFlagSyn, wnd: 65535,
+			opts: synOptions(1460, 7, true, true, 1)})
+	}
+}
+
+// connect starts an active open from the host to the peer's port and
+// returns Connect's answer; the endpoint closes at the test's end.
+func (h *segHarness) connect(port uint16) (tcpip.Endpoint, tcpip.Error) {
+	h.t.Helper()
+	ep, _ := h.host.NewEndpoint()
+	h.t.Cleanup(ep.Close)
+	return ep, ep.Connect(tcpip.FullAddress{Addr: tcpip.AddrFromSlice(peerAddr.AsSlice()), Port: port})
+}
+
 // synOptions builds a SYN's options: MSS, and optionally WS, SACK-permitted
 // and timestamps.
 func synOptions(mss uint16, ws int, sack bool, ts bool, tsVal uint32) []byte {
@@ -114,6 +132,16 @@ func synOptions(mss uint16, ws int, sack bool, ts bool, tsVal uint32) []byte {
 }
 
 func tsOption(val, ecr uint32) []byte { return tcptest.TSOpt(val, ecr) }
+
+// sackOption is a SACK option whose blocks are the pairs of edges
+// [start, end), in order.
+func sackOption(edges ...uint32) []byte {
+	var blocks []header.SACKBlock
+	for i := 0; i+1 < len(edges); i += 2 {
+		blocks = append(blocks, header.SACKBlock{Start: seqnumV(edges[i]), End: seqnumV(edges[i+1])})
+	}
+	return tcptest.SACKOpt(blocks...)
+}
 
 // conn is an established passive connection with the scripted peer's
 // sequence state.
@@ -150,6 +178,55 @@ func (c *conn) send(flags header.TCPFlags, payload []byte) {
 	c.peerNxt += uint32(len(payload))
 	if flags&(header.TCPFlagFin|header.TCPFlagSyn) != 0 {
 		c.peerNxt++
+	}
+}
+
+// ackWith injects the peer's pure ACK of ack carrying opts, at the peer's
+// sequence state and without the timestamps send adds.
+func (c *conn) ackWith(ack uint32, opts []byte) {
+	c.h.inject(pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt, ack: ack, flags: header.TCPFlagAck,
+		wnd: 65535, opts: opts})
+}
+
+// wantState fails the test unless the connection is in state want.
+func (c *conn) wantState(t *testing.T, want tcp.State) {
+	t.Helper()
+	if s := tcp.State(c.ep.State()); s != want {
+		t.Fatalf("state %v, want %v", s, want)
+	}
+}
+
+// flight writes segs full segments of 1460 bytes and returns what the host
+// sent at once, failing the test unless that is want segments.
+func (c *conn) flight(t *testing.T, segs, want int) []pseg {
+	t.Helper()
+	c.write(t, make([]byte, segs*1460))
+	out := c.h.out()
+	if len(out) != want {
+		t.Fatalf("sent %d segments, want %d", len(out), want)
+	}
+	return out
+}
+
+// wantGiveUp: with data written and never answered, the connection is still
+// open after alive, closed after a further by, and a read then fails with a
+// timeout.
+func (c *conn) wantGiveUp(t *testing.T, alive, by time.Duration) {
+	t.Helper()
+	c.write(t, make([]byte, 1000))
+	c.h.out()
+	c.h.clk.RunFor(alive)
+	if tcp.State(c.ep.State()) == tcp.StateClosed {
+		t.Fatalf("gave up within %v", alive)
+	}
+	c.h.clk.RunFor(by)
+	if s := tcp.State(c.ep.State()); s != tcp.StateClosed {
+		t.Fatalf("still %v %v into an unanswered flight", s, alive+by)
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("read succeeded after the give-up")
+	} else if _, ok := err.(*tcpip.ErrTimeout); !ok {
+		t.Fatalf("read after the give-up: %v, want timeout", err)
 	}
 }
 

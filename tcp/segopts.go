@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 
 	"github.com/netramp/netramp/tcp/internal/reasm"
+	"github.com/netramp/netramp/tcp/internal/rtxq"
 )
 
 // tsVal is our timestamp clock (RFC 7323 §5.4): milliseconds plus the
@@ -20,19 +21,20 @@ func (e *endpoint) tsVal() uint32 { return e.tsAt(e.now()) }
 // sparing a second clock read on the per-segment path.
 func (e *endpoint) tsAt(now time.Duration) uint32 { return uint32(now/time.Millisecond) + e.tsOffset }
 
-// echoBefore turns an ACK's timestamp echo into a send time: the segment
-// whose TSval it echoes left before the returned time, the end of that
-// millisecond tick. 0 means no usable echo (none, zero, or not one our clock
-// could have sent, as RFC 7323 §4.1's RTT sample also requires).
-func (e *endpoint) echoBefore(opts *header.TCPOptions, now time.Duration) time.Duration {
+// echoSpan turns an ACK's timestamp echo into send times: the segment whose
+// TSval it echoes left within that millisecond tick. The zero Echo means no
+// usable echo (none, zero, or not one our clock could have sent, as RFC 7323
+// §4.1's RTT sample also requires).
+func (e *endpoint) echoSpan(opts *header.TCPOptions, now time.Duration) rtxq.Echo {
 	if !e.tsOK || !opts.TS || opts.TSEcr == 0 {
-		return 0
+		return rtxq.Echo{}
 	}
 	ago := int32(e.tsAt(now) - opts.TSEcr)
 	if ago < 0 || ago >= 600000 {
-		return 0
+		return rtxq.Echo{}
 	}
-	return max((now/time.Millisecond-time.Duration(ago)+1)*time.Millisecond, 0)
+	from := (now/time.Millisecond - time.Duration(ago)) * time.Millisecond
+	return rtxq.Echo{From: max(from, 0), Before: max(from+time.Millisecond, 0)}
 }
 
 // synOptions encodes the options of our SYN or SYN-ACK: MSS always; window

@@ -20,10 +20,12 @@ import (
 	"github.com/netramp/netramp/tcp"
 )
 
-// Addresses of the host (our TCP) and of the scripted peer.
+// Addresses of the host (our TCP), of the scripted peer, and of a router
+// between them that reports ICMP errors.
 var (
-	HostAddr = netip.MustParseAddr("10.0.0.1")
-	PeerAddr = netip.MustParseAddr("10.0.0.2")
+	HostAddr   = netip.MustParseAddr("10.0.0.1")
+	PeerAddr   = netip.MustParseAddr("10.0.0.2")
+	RouterAddr = netip.MustParseAddr("10.0.0.254")
 )
 
 // Epoch is the virtual wall time at which every Host's clock starts.

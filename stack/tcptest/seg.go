@@ -23,6 +23,7 @@ type Seg struct {
 	Wnd              uint16
 	Opts             []byte
 	Payload          []byte
+	DF               bool // read back: the datagram carried IPv4's don't-fragment flag
 }
 
 // Has reports whether any of f is set.
@@ -165,7 +166,7 @@ func Parse(b []byte) (Seg, bool) {
 	}
 	return Seg{
 		SrcPort: th.SourcePort(), DstPort: th.DestinationPort(), Seq: th.SequenceNumber(), Ack: th.AckNumber(),
-		Flags: th.Flags(), Wnd: th.WindowSize(),
+		Flags: th.Flags(), Wnd: th.WindowSize(), DF: ip.Flags()&header.IPv4FlagDontFragment != 0,
 		Opts:    append([]byte(nil), th[header.TCPMinimumSize:off]...),
 		Payload: append([]byte(nil), th[off:]...),
 	}, true

@@ -17,7 +17,7 @@ import (
 // so a third party (blind or on the path) can attack a live connection.
 // Everything runs on the virtual clock's goroutine: no locking.
 type Tap struct {
-	gstack.LinkEndpoint
+	Wrapper
 	d gstack.NetworkDispatcher
 	// OnSend and OnRecv, when set, see each TCP segment the stack sends or
 	// receives (injected ones included).
@@ -25,11 +25,17 @@ type Tap struct {
 }
 
 // NewTap wraps inner.
-func NewTap(inner gstack.LinkEndpoint) *Tap { return &Tap{LinkEndpoint: inner} }
+func NewTap(inner gstack.LinkEndpoint) *Tap { return &Tap{Wrapper: Wrapper{inner}} }
+
+// Wrapper is what every test link between a stack and its link shares:
+// embedded, it passes each call the wrapper does not define on to the inner
+// link, the card's TX credit included, so the stack still tells a full card
+// from a full window (a wrapper that hid the credit would change the test).
+type Wrapper struct{ gstack.LinkEndpoint }
 
 // TxCredit forwards the inner link's card credit, if it has one.
-func (t *Tap) TxCredit() nic.Credit {
-	if cl, ok := t.LinkEndpoint.(nic.CreditLink); ok {
+func (w Wrapper) TxCredit() nic.Credit {
+	if cl, ok := w.LinkEndpoint.(nic.CreditLink); ok {
 		return cl.TxCredit()
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -135,7 +136,8 @@ func runCPU(ctx context.Context, args []string) error {
 	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
 	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
+	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
+	only := fs.String("tcp", "", "run only this TCP: netramp or gVisor (default both)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -158,6 +160,9 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 1 // every allocation, so the profile's counts are exact (and the run slower)
+	}
 	var ms []uint32
 	for _, m := range strings.Split(*mtus, ",") {
 		v, err := strconv.ParseUint(strings.TrimSpace(m), 10, 32)
@@ -166,7 +171,18 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, uint32(v))
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps)})
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, Only: *only})
+	if *memprofile != "" {
+		f, ferr := os.Create(*memprofile)
+		if ferr != nil {
+			return ferr
+		}
+		defer f.Close()
+		runtime.GC() // the profile holds what the last completed GC published
+		if ferr := pprof.Lookup("allocs").WriteTo(f, 0); ferr != nil {
+			return ferr
+		}
+	}
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB a transfer, two stacks in one process over an in-memory link (real time; figures, not thresholds)\n\n", *nbytes/1e6)
 		bench.WriteCPU(os.Stdout, rs)

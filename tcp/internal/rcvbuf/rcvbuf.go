@@ -15,6 +15,8 @@ package rcvbuf
 
 import (
 	"io"
+	"math/bits"
+	"sync"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 )
@@ -25,14 +27,40 @@ import (
 const chunkSize = 16 << 10
 
 // keepSlots is the slot array a queue keeps when it empties; a larger one
-// (a burst of many small views) is given back.
+// (a burst of many views) goes back to slotPools.
 const keepSlots = 16
+
+// slots is a queue's slot arrays. They come from and go back to
+// slotPools, one pool per power-of-two capacity, so a queue that fills and
+// drains again and again (a bulk receiver whose reader keeps catching up)
+// allocates none, and an empty queue still holds no large array.
+type slots struct {
+	views []*buffer.View
+	costs []int
+}
+
+var slotPools [64]sync.Pool // by bits.Len of the capacity
+
+// getSlots returns empty arrays of capacity n, a power of two.
+func getSlots(n int) *slots {
+	if a, ok := slotPools[bits.Len(uint(n))].Get().(*slots); ok {
+		return a
+	}
+	return &slots{views: make([]*buffer.View, 0, n), costs: make([]int, 0, n)}
+}
+
+func putSlots(a *slots) {
+	clear(a.views[:cap(a.views)])
+	a.views, a.costs = a.views[:0], a.costs[:0]
+	slotPools[bits.Len(uint(cap(a.views)))].Put(a)
+}
 
 // Queue is the bytes received in order and not yet read. The zero value is
 // an empty queue. Not safe for concurrent use.
 type Queue struct {
 	views  []*buffer.View // views[head:] hold data, oldest first
 	costs  []int          // what each view is charged (parallel to views)
+	arrays *slots         // where views and costs came from (nil: none yet)
 	head   int
 	n      int
 	pinned int // the sum of costs
@@ -112,9 +140,23 @@ func (q *Queue) push(v *buffer.View, cost int) {
 		q.views, q.costs = q.views[:k], q.costs[:k]
 		q.head = 0
 	}
+	if len(q.views) == cap(q.views) {
+		q.grow()
+	}
 	q.views = append(q.views, v)
 	q.costs = append(q.costs, cost)
 	q.pinned += cost
+}
+
+// grow moves the slots to arrays twice as large, from slotPools.
+func (q *Queue) grow() {
+	a := getSlots(max(keepSlots, 2*cap(q.views)))
+	a.views = append(a.views, q.views...)
+	a.costs = append(a.costs, q.costs...)
+	if q.arrays != nil {
+		putSlots(q.arrays)
+	}
+	q.arrays, q.views, q.costs = a, a.views, a.costs
 }
 
 // CopyTo hands the bytes held, oldest first, to w until w takes fewer than
@@ -161,7 +203,9 @@ func (q *Queue) Release() {
 		v.Release()
 	}
 	if cap(q.views) > keepSlots {
-		q.views, q.costs = nil, nil
+		// control:rcvbuf-slots-not-pooled
+		putSlots(q.arrays)
+		q.arrays, q.views, q.costs = nil, nil, nil
 	} else {
 		clear(q.views)
 		q.views, q.costs = q.views[:0], q.costs[:0]

@@ -119,3 +119,29 @@ func TestSegmentsOfOneChunkAreChargedOnce(t *testing.T) {
 	}
 	src.Release()
 }
+
+// A bulk receiver's queue fills with many views while its reader lags,
+// then empties when the reader catches up, again and again: after the
+// first round the slot arrays come back from their pool, so a round
+// allocates nothing, and the emptied queue keeps no large array.
+func TestFillingAndDrainingAgainAllocatesNothing(t *testing.T) {
+	var q Queue
+	data := pattern(0, 1448)
+	views := make([]*buffer.View, 200)
+	round := func() {
+		for i := range views {
+			views[i] = buffer.NewViewWithData(data)
+		}
+		for _, v := range views {
+			q.AppendView(v, 1<<30)
+		}
+		q.Consume(q.Len())
+	}
+	round()
+	if n := testing.AllocsPerRun(20, round); n != 0 {
+		t.Fatalf("%v allocations per round of %d views, want 0", n, len(views))
+	}
+	if q.Views() != 0 || cap(q.views) != 0 {
+		t.Fatalf("an emptied queue holds %d views in %d slots", q.Views(), cap(q.views))
+	}
+}

@@ -41,6 +41,9 @@ var ErrEmptySegment = errors.New("rtxq: empty segment")
 type Seg struct {
 	Start, End          uint64
 	FirstSent, LastSent time.Duration
+	// PrevSent is when the copy before the latest left (FirstSent for the
+	// first retransmission); 0 for a segment sent once.
+	PrevSent            time.Duration
 	Retrans             int
 	Sacked, Lost, Acked bool
 	Fin                 bool
@@ -96,6 +99,7 @@ type Queue struct {
 	base        uint64 // id of segs[0]
 	first, last uint64 // ends of the send-order list
 	lostQ       []uint64
+	// control:rtxq-crawl-field
 	// visits counts segments looked at by the per-ACK paths (cumulative
 	// ACK, SACK marking, loss detection, the lost queue), so tests can
 	// show that cost follows what an ACK changes, not the queue's length.
@@ -247,7 +251,7 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 	s := &l[i]
 	now = q.sent(now)
 	s.Retrans++
-	s.LastSent = now
+	s.PrevSent, s.LastSent = s.LastSent, now
 	// control:hosttests-send-order-by-time-2
 	// control:tcpinternal-rtxq-send-order-by-time-2
 	s.xmit = q.sendSeq
@@ -288,7 +292,7 @@ func sentAfter(x1, x2 uint64) bool { return x1 > x2 }
 // delivery tracks the segments one ACK newly delivers.
 type delivery struct {
 	now        time.Duration
-	echo       time.Duration // the ACK answers a transmission sent before echo; 0 unknown
+	echo       Echo
 	karnSent   time.Duration // newest never-retransmitted FirstSent
 	karn       bool
 	rackT      time.Duration // most recently sent segment that passes the RACK filter
@@ -301,7 +305,11 @@ type delivery struct {
 	minRTTSeen time.Duration
 }
 
-func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
+// deliver takes segment s (up to end) as newly delivered by the ACK; own
+// says the ACK's timestamp echo is s's own: s was at SND.UNA and the
+// cumulative ACK moved past it, so the echo is the TSval of the copy of s
+// that arrived (RFC 7323 §4.3).
+func (q *Queue) deliver(d *delivery, s *Seg, end uint64, own bool) {
 	if end > d.maxEnd {
 		d.maxEnd = end
 	}
@@ -313,7 +321,7 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 			d.minPlain, d.plain = end, true
 		}
 		// control:tcpinternal-rtxq-rack-ignores-echo
-	} else if d.echo > 0 && s.LastSent >= d.echo {
+	} else if d.echo.Before > 0 && s.LastSent >= d.echo.Before {
 		// RFC 8985 §6.2 step 2, first condition (Karn, RFC 6298 §3): the
 		// timestamp echo is older than the latest transmission, so the ACK
 		// does not answer it. Not a RACK sample: taking one would make every
@@ -322,9 +330,22 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 		// so a SACKed retransmission is seldom a sample; RACK then learns
 		// from the never-retransmitted data sent after it.
 		return
-	} else if q.minRTT > 0 && d.now-s.LastSent < q.minRTT {
+		// control:tcpinternal-rtxq-own-echo-still-min-rtt-tested
+	} else if !(own && d.echo.From > s.PrevSent) && q.minRTT > 0 && d.now-s.LastSent < q.minRTT {
 		// Step 2, second condition: acknowledged too soon to be for the
 		// retransmission; the original arrived. Not a RACK sample.
+		//
+		// Departure from step 2, which applies this test to every
+		// retransmission: it is skipped when the echo is s's own and left
+		// after the copy before the latest, which proves that the ACK
+		// answers the latest copy. The test guards only the ambiguity the
+		// echo has resolved, and it errs on short paths: a short segment
+		// (a transfer's last) or one that met a little less queueing comes
+		// back sooner than min_RTT measured on full segments. On a 1 ms
+		// path a loss probe's copy of the segment at SND.UNA came back 9 µs
+		// under min_RTT, was taken as needless, and RACK missed the lost
+		// tail until the 200 ms RTO. It is safe: the echo says which copy
+		// arrived.
 		d.spurious = true
 		return
 	}
@@ -337,14 +358,17 @@ func (q *Queue) deliver(d *delivery, s *Seg, end uint64) {
 // blocks in the order received. Pass the first block even when it lies below
 // una: that is a D-SACK (RFC 2883), and it feeds reo_wnd's adaptation.
 func (q *Queue) OnAck(una uint64, sacks []Range, now time.Duration) AckResult {
-	return q.OnAckEcho(una, sacks, now, 0)
+	return q.OnAckEcho(una, sacks, now, Echo{})
 }
 
-// OnAckEcho is OnAck for an ACK whose timestamp echo (RFC 7323) says the
-// segment it answers was sent before echo (the end of the echoed clock tick);
-// 0 means no usable echo. The echo tells which transmission of a
+// Echo is what an ACK's timestamp echo (RFC 7323) says of the transmission
+// it answers: that transmission left in [From, Before), the echoed clock
+// tick. The zero Echo says nothing.
+type Echo struct{ From, Before time.Duration }
+
+// OnAckEcho is OnAck for an ACK with a timestamp echo, which tells which transmission of a
 // retransmitted segment the ACK answers (RFC 8985 §6.2 step 2).
-func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) AckResult {
+func (q *Queue) OnAckEcho(una uint64, sacks []Range, now time.Duration, echo Echo) AckResult {
 	var res AckResult
 	d := delivery{now: now, echo: echo}
 	if !q.started {
@@ -356,7 +380,7 @@ func (q *Queue) OnAckEcho(una uint64, sacks []Range, now, echo time.Duration) Ac
 
 	sacks = q.takeDSACK(&res, una, sacks)
 	if una > q.una {
-		q.cumAck(&res, &d, una, echo)
+		q.cumAck(&res, &d, una, echo.Before)
 	}
 	for _, b := range sacks {
 		q.sackBlock(&res, &d, b)
@@ -403,7 +427,7 @@ func (q *Queue) cumAck(res *AckResult, d *delivery, una uint64, echo time.Durati
 			q.sackedBytes -= n
 		} else {
 			res.Delivered += n
-			q.deliver(d, s, end)
+			q.deliver(d, s, end, k == 0)
 			if s.Lost {
 				q.lostBytes -= n
 			}
@@ -460,7 +484,7 @@ func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
 		for i := q.find(cur); i < len(l) && l[i].Start < gapEnd; i++ {
 			q.visits++
 			s := &l[i]
-			if s.Sacked || s.Start < b.Start || s.End > b.End {
+			if s.Sacked || !b.covers(s) {
 				continue
 			}
 			n := s.Len()
@@ -478,7 +502,7 @@ func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
 			}
 			res.NewlySacked += n
 			res.Delivered += n
-			q.deliver(d, s, s.End)
+			q.deliver(d, s, s.End, false)
 			if k := len(fresh); k > 0 && fresh[k-1].End == s.Start {
 				fresh[k-1].End = s.End
 			} else {
@@ -490,6 +514,26 @@ func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
 	for _, r := range fresh {
 		q.addSacked(r)
 	}
+}
+
+// covers reports whether SACK block b reports segment s received whole.
+// Departure from RFC 2018 §3, whose blocks cover sequence space: a block
+// ending at a FIN segment's last data byte covers the segment, FIN and all.
+// A receiver that reports only the data it holds (RFC 2018 speaks of "blocks
+// of data") never SACKs a FIN held out of order, and the segment whose data
+// and FIN travelled together would then never count as delivered: a lost
+// retransmission before it would wait for the RTO. It is safe: the FIN left
+// in the same segment as the data the block reports, and a receiver that cut
+// the FIN off (beyond its window) leaves SND.UNA one short of the segment's
+// end, where the RTO finds a SACKed head, clears the marks and resends it
+// (OnRTO), as for any reneging.
+func (b Range) covers(s *Seg) bool {
+	end := s.End
+	// control:tcpinternal-rtxq-fin-blocks-data-sack
+	if s.Fin && s.Len() > 1 {
+		end-- // the FIN's own offset
+	}
+	return b.Start <= s.Start && end <= b.End
 }
 
 // learn takes what the ACK's deliveries taught: the Karn-clean RTT sample,
@@ -570,6 +614,7 @@ func (q *Queue) DetectLoss(now time.Duration, srtt time.Duration) (newlyLost uin
 	reo := q.ReoWnd(0)
 	// Walk the send-order list from its oldest transmission: send times
 	// rise along it, so the first segment not lost yet ends the walk.
+	// control:tcpinternal-rtxq-loss-walk-from-head
 	for id := q.first; id != noID; {
 		s := q.at(id)
 		q.visits++
@@ -602,6 +647,7 @@ func (q *Queue) markLost(id uint64) {
 		q.lostBytes += s.Len()
 	}
 	q.unlink(id)
+	// control:rtxq-crawl-reset
 	q.queueLost(id)
 }
 
@@ -610,6 +656,7 @@ func (q *Queue) markLost(id uint64) {
 // its congestion window allows: every lost segment comes out in order, so a
 // recovery drains a whole hole per round trip, not one segment per timeout.
 func (q *Queue) NextToRetransmit() (Seg, bool) {
+	// control:rtxq-crawl-next
 	for len(q.lostQ) > 0 {
 		q.visits++
 		if id := q.lostQ[0]; q.held(id) && waiting(q.at(id)) {
@@ -783,7 +830,7 @@ func (q *Queue) RetransmitRefused(prev Seg) {
 	if s.Retrans > 0 {
 		s.Retrans--
 	}
-	s.LastSent = prev.LastSent
+	s.PrevSent, s.LastSent = prev.PrevSent, prev.LastSent
 	s.xmit = prev.xmit
 	if s.RetransInFlight && !prev.RetransInFlight {
 		s.RetransInFlight = false
