@@ -13,11 +13,15 @@ import (
 // dropper is a link endpoint between a stack and its wire end that drops
 // chosen TCP data segments on their first transmission: the n-th data
 // segment sent (counting from 1) is dropped when drop(n) says so. A
-// retransmission (a sequence number seen before) always passes.
+// retransmission (a sequence number seen before) passes, unless resends is
+// set: the first resends copies of a dropped segment (the same starting
+// sequence number) are dropped too.
 type dropper struct {
 	tcptest.Wrapper
 	mu      sync.Mutex
 	drop    func(n int) bool
+	resends int
+	redrop  map[uint32]int // a dropped segment's start → copies still to drop
 	n       int
 	highest uint32
 	seen    bool
@@ -55,16 +59,28 @@ func (d *dropper) decide(pkt *gstack.PacketBuffer) bool {
 	if plen == 0 {
 		return false
 	}
-	end := tcp.SequenceNumber() + uint32(plen)
+	start := tcp.SequenceNumber()
+	end := start + uint32(plen)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.seen && int32(end-d.highest) <= 0 {
-		return false // a retransmission
+	if d.seen && int32(end-d.highest) <= 0 { // a retransmission
+		if d.redrop[start] == 0 {
+			return false
+		}
+		d.redrop[start]--
+		d.dropped++
+		return true
 	}
 	d.seen, d.highest = true, end
 	d.n++
 	if d.drop(d.n) {
 		d.dropped++
+		if d.resends > 0 {
+			if d.redrop == nil {
+				d.redrop = map[uint32]int{}
+			}
+			d.redrop[start] = d.resends
+		}
 		return true
 	}
 	return false

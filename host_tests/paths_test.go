@@ -33,17 +33,23 @@ type pathRun struct {
 	drops dropTrace
 }
 
-// dropTrace follows the sender's queue drops on the wire's trace.
+// dropTrace follows the wire's drops of the sender's frames (queue, random
+// and burst loss, blackout) on its trace.
 type dropTrace struct {
 	gap     time.Duration // drops closer than this belong to one episode
 	last    time.Duration
 	episode int // bytes of the current episode
-	Bytes   int // every queue drop, bytes
+	Bytes   int // every drop, bytes
 	Largest int // the largest episode, bytes: the burst a loss recovery must repair
 }
 
 func (d *dropTrace) see(ev wire.TraceEvent) {
-	if ev.Dir != "a2b" || ev.Kind != wire.TraceDropQueue {
+	if ev.Dir != "a2b" {
+		return
+	}
+	switch ev.Kind {
+	case wire.TraceDropQueue, wire.TraceDropLoss, wire.TraceDropBurst, wire.TraceDropBlackout:
+	default:
 		return
 	}
 	if d.Bytes == 0 || ev.At-d.last >= d.gap {
@@ -56,15 +62,16 @@ func (d *dropTrace) see(ev wire.TraceEvent) {
 }
 
 // runPath sends n bytes A→B on cfg with the sender's options o for at most
-// horizon of virtual time. A run that reaches the horizon is a measurement
-// (utilization over a fixed time), not a failure; any other error fails t.
+// horizon of virtual time, and checks that the receiver read them (length and
+// SHA-256). A run that reaches the horizon is a measurement (utilization over
+// a fixed time), not a failure; any other error fails t.
 // Drops closer together than rtt make one episode.
 func runPath(t testing.TB, cfg wire.Config, a arm, n int64, horizon, rtt time.Duration, seed int64) pathRun {
 	t.Helper()
 	r := pathRun{arm: a.name, drops: dropTrace{gap: rtt}}
 	cfg.NoTraceHash = true
 	res, err := vtest.OneTransfer(vtest.Run{Wire: cfg, Sender: a.opts, Bytes: n, Seed: seed,
-		Horizon: horizon, Discard: true, Trace: r.drops.see})
+		Horizon: horizon, Trace: r.drops.see})
 	if err != nil && !(errors.Is(err, vtest.ErrTimeout) && res != nil) {
 		t.Fatalf("arm %s: %v", a.name, err)
 	}

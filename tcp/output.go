@@ -152,7 +152,7 @@ func (e *endpoint) outputAt(now time.Duration) {
 		return
 	}
 	var reason cc.StopReason
-	sentNew := false
+	sentNew, headResent := false, false
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
 	for {
@@ -174,6 +174,7 @@ func (e *endpoint) outputAt(now time.Duration) {
 			if c.head {
 				e.rec.HeadDone()
 			}
+			headResent = headResent || c.start <= e.sndUna
 			e.retransmit(c.start, c.end, c.fin, now)
 			continue
 		}
@@ -200,7 +201,7 @@ func (e *endpoint) outputAt(now time.Duration) {
 		e.ctl.OnSend(now, e.sndNxt)
 	}
 	if e.q.Outstanding() > 0 {
-		e.armRetransmitTimer(sentNew, now)
+		e.armRetransmitTimer(sentNew, headResent, now)
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,10 +24,13 @@ type CPUConfig struct {
 	Bytes int64    // payload per transfer
 	MTUs  []uint32 // e.g. 1500 and 9000
 	Procs []int    // GOMAXPROCS of each set of rows (default: 1 and 2)
-	// Only, when set, runs one TCP ("netramp" or "gVisor") instead of both,
-	// e.g. for a memory profile of one of them.
-	Only string
+	// TCPs are the stacks to run, "netramp" and "gVisor" (default: both),
+	// so a profile can hold one stack's transfers alone.
+	TCPs []string
 }
+
+// cpuTCPs are the names CPUConfig.TCPs accepts, in row order.
+var cpuTCPs = []string{"netramp", "gVisor"}
 
 // CPUResult is one transfer's cost. Real time on a shared machine: figures to
 // read side by side, not thresholds.
@@ -51,12 +56,18 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if cfg.Bytes <= 0 || len(cfg.MTUs) == 0 {
 		return nil, errors.New("bench: cpu needs a positive byte count and at least one MTU")
 	}
-	if cfg.Only != "" && cfg.Only != "netramp" && cfg.Only != "gVisor" {
-		return nil, fmt.Errorf("bench: cpu: Only %q is neither netramp nor gVisor", cfg.Only)
-	}
 	procs := cfg.Procs
 	if len(procs) == 0 {
 		procs = []int{1, 2}
+	}
+	tcps := cfg.TCPs
+	if len(tcps) == 0 {
+		tcps = cpuTCPs
+	}
+	for _, t := range tcps {
+		if !slices.Contains(cpuTCPs, t) {
+			return nil, fmt.Errorf("bench: cpu: TCP %q is not one of %s", t, strings.Join(cpuTCPs, ", "))
+		}
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var out []CPUResult
@@ -66,14 +77,14 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		}
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
-			for _, gv := range []bool{false, true} {
-				if cfg.Only != "" && gv != (cfg.Only == "gVisor") {
+			for _, name := range cpuTCPs {
+				if !slices.Contains(tcps, name) {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
 					return out, err
 				}
-				r, err := cpuTransfer(ctx, cfg.Bytes, mtu, gv)
+				r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor")
 				if err != nil {
 					return out, err
 				}

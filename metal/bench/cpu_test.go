@@ -29,17 +29,17 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 	}
 }
 
-// Only selects one stack, so a profile can hold its transfers alone; an
+// TCPs selects the stacks, so a profile can hold one stack's transfers; an
 // unknown name is refused before anything runs.
 func TestCPURunsOnlyTheSelectedTCP(t *testing.T) {
-	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, Only: "gVisor"})
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, TCPs: []string{"gVisor"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rs) != 1 || rs[0].TCP != "gVisor" || rs[0].Packets == 0 {
 		t.Fatalf("%+v, want one gVisor row with its packets counted", rs)
 	}
-	if _, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Only: "linux"}); err == nil {
+	if _, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, TCPs: []string{"linux"}}); err == nil {
 		t.Fatal("an unknown TCP ran")
 	}
 }

@@ -137,7 +137,7 @@ func runCPU(ctx context.Context, args []string) error {
 	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
-	only := fs.String("tcp", "", "run only this TCP: netramp or gVisor (default both)")
+	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, uint32(v))
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, Only: *only})
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps)})
 	if *memprofile != "" {
 		f, ferr := os.Create(*memprofile)
 		if ferr != nil {

@@ -57,14 +57,33 @@ func TestLaterSamplesFollowAlphaOneEighthBetaOneQuarter(t *testing.T) {
 
 func TestRTOIsClampedToMinAndMax(t *testing.T) {
 	e := New(Config{})
-	e.Sample(0, time.Millisecond) // 1 + 4*0.5 = 3 ms, below the 200 ms floor
-	if e.RTO() != DefaultMinRTO {
-		t.Fatalf("RTO = %v, want the 200ms floor", e.RTO())
+	e.Sample(0, time.Millisecond) // 1 + 4*0.5 = 3 ms: the variation term is floored at 200 ms
+	if e.RTO() != time.Millisecond+DefaultMinRTO {
+		t.Fatalf("RTO = %v, want SRTT + the 200ms floor", e.RTO())
 	}
 	e2 := New(Config{MaxRTO: 5 * time.Second})
 	e2.Sample(0, 3*time.Second) // 3 + 6 = 9 s
 	if e2.RTO() != 5*time.Second {
 		t.Fatalf("RTO = %v, want the 5s ceiling", e2.RTO())
+	}
+}
+
+// TestRTOStaysMinRTOPastASmoothRTT pins the floor of the variation term: per-ACK
+// samples of a smoothly rising 600 ms round trip drive RTTVAR to under a
+// millisecond, and the RTO must still leave MinRTO past SRTT for a queue
+// that grows while a loss is repaired (RFC 6298's sum gave SRTT + 4 ms).
+func TestRTOStaysMinRTOPastASmoothRTT(t *testing.T) {
+	e := New(Config{})
+	rtt := 600 * ms
+	for i := 0; i < 2000; i++ {
+		e.Sample(time.Duration(i)*ms, rtt)
+		rtt += 50 * time.Microsecond // the queue grows 50 µs an ACK
+	}
+	if e.RTTVar() > ms {
+		t.Fatalf("RTTVAR = %v, want it decayed under 1ms for the test to mean anything", e.RTTVar())
+	}
+	if got, want := e.RTO(), e.SRTT()+DefaultMinRTO; got != want {
+		t.Fatalf("RTO = %v with SRTT %v, RTTVAR %v: want SRTT + MinRTO = %v", got, e.SRTT(), e.RTTVar(), want)
 	}
 }
 
