@@ -92,13 +92,19 @@ func runHelloRamp(t *testing.T, path string, n int64) *helloRamp {
 	return r
 }
 
-// flights groups the sent segments into flights: a gap of more than half
-// the round trip starts the next one.
+// flights groups the sent segments into flights, one a round: a segment
+// sent the path's round trip or more after the current flight's first
+// starts the next, since no ACK of a flight can release data sooner. Arm B
+// paces the growth beyond its ACK clock, so a flight of 320 segments at
+// 100 Mbit/s spreads over 54 ms and the gap before the next can be under
+// half the round trip.
 func (r *helloRamp) flights(rtt time.Duration) []int {
 	var out []int
+	var first time.Duration
 	for i, s := range r.sent {
-		if i == 0 || s.at-r.sent[i-1].at > rtt/2 {
+		if i == 0 || s.at-first >= rtt {
 			out = append(out, 0)
+			first = s.at
 		}
 		out[len(out)-1]++
 	}
