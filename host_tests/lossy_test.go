@@ -134,12 +134,21 @@ func TestOneLostSegmentInAFullWindowCostsOneRetransmission(t *testing.T) {
 // ends by that copy's ACK, with no RTO and nothing resent needlessly.
 // Before, the RTO ran from the last advance of SND.UNA: about SRTT + 200 ms,
 // short of the two round trips the repair needs, it fired (tcp.rto 1) and
-// resent a segment already on its way (1448 spurious bytes).
+// resent a segment already on its way (1448 spurious bytes). Each arm runs:
+// under arm P the pacer holds the segment after the head's resend, and that
+// hold skipped the timer's arming, so P's RTO still ran from the last
+// advance and fired (tcp.rto 1, the "20M 600ms loss 1%" matrix row's RTO).
 func TestALostResendIsRepairedWithoutAnRTO(t *testing.T) {
+	for _, a := range armsABP {
+		t.Run(a.name, func(t *testing.T) { lostResendRepaired(t, a.opts) })
+	}
+}
+
+func lostResendRepaired(t *testing.T, o tcp.Options) {
 	dir := wire.Dir{RateBps: 100e6, Delay: 300 * time.Millisecond}
 	cfg := wire.Config{AtoB: dir, BtoA: dir}
 	var d *dropper
-	p, err := vtest.NewPairLinks(cfg, stack.Options{}, stack.Options{}, 1,
+	p, err := vtest.NewPairLinks(cfg, stack.Options{TCP: o}, stack.Options{}, 1,
 		func(side vtest.Side, ep gstack.LinkEndpoint, _ *vclock.Clock) gstack.LinkEndpoint {
 			if side != vtest.SideA {
 				return ep

@@ -152,7 +152,7 @@ func (e *endpoint) outputAt(now time.Duration) {
 		return
 	}
 	var reason cc.StopReason
-	sentNew, headResent := false, false
+	sentNew, headResent, paced := false, false, false
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
 	for {
@@ -166,8 +166,10 @@ func (e *endpoint) outputAt(now time.Duration) {
 			reason = cc.StopCard
 			break
 		}
+		// control:tcp-paced-output-skips-timer
 		if e.paceWait(now, int(c.size())) {
-			return
+			paced = true
+			break
 		}
 		e.probe = false
 		if c.rtx {
@@ -191,14 +193,19 @@ func (e *endpoint) outputAt(now time.Duration) {
 			break
 		}
 	}
-	if reason == cc.StopCard {
-		e.p.st.cardStops.Inc()
-		e.waitCredit()
-	}
-	e.p.st.stops[reason].Inc()
-	e.ctl.OnSendStop(reason, int(e.q.InFlight()))
-	if sentNew {
-		e.ctl.OnSend(now, e.sndNxt)
+	// The pacer's hold ends no send opportunity for cc (the opportunity
+	// resumes when the pacer allows), but what went arms its timer: a
+	// resent head the pacer's hold follows restarts the RTO all the same.
+	if !paced {
+		if reason == cc.StopCard {
+			e.p.st.cardStops.Inc()
+			e.waitCredit()
+		}
+		e.p.st.stops[reason].Inc()
+		e.ctl.OnSendStop(reason, int(e.q.InFlight()))
+		if sentNew {
+			e.ctl.OnSend(now, e.sndNxt)
+		}
 	}
 	if e.q.Outstanding() > 0 {
 		e.armRetransmitTimer(sentNew, headResent, now)
