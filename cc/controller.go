@@ -32,7 +32,8 @@ type Arm int
 
 const (
 	// ArmB is the default: HyStart++ with L = 8 (or unlimited when pacing) in
-	// the initial slow start and the half-window card rule.
+	// the initial slow start, the half-window card rule, and what goes past
+	// its ACK clock paced at cwnd/min_rtt (ClockPacing).
 	ArmB Arm = iota
 	// ArmA is the bench's baseline: RFC 5681 growth min(N, SMSS) in every slow
 	// start and the old card rule (limited only with less than one SMSS of room).
@@ -318,6 +319,42 @@ func (c *Controller) PacingRate(srtt, minRTT time.Duration) float64 {
 		return 0
 	}
 	return f * float64(c.cwnd) / rtt.Seconds()
+}
+
+// ClockPacing returns how an ACK-clocked arm B sender (not Pacing) spreads
+// what its ACK clock did not release: what each ACK delivered leaves at
+// once, as the ACK clock releases it, and so may a burst of up to burst
+// bytes more (the initial window, which RFC 6928 lets a sender put into the
+// path at once); the rest (slow start's growth, or the room a window update
+// or the end of a recovery opened) leaves at rate bytes per second:
+// cwnd/min_rtt, one round's slow-start growth (at most a window, as slow
+// start doubles it) over one round trip. rate 0 means unpaced: arm A, a
+// Pacing sender (PacingRate paces all it sends), or no RTT yet.
+//
+// Why: unpaced, each slow-start ACK sends what it delivered plus as much
+// again, so a round's flight leaves as trains at twice the bottleneck rate,
+// each building a queue of half the train. A queue under about a fifth of
+// the flight overflows that way long before the flight fills the path, and
+// before any RTT rise HyStart++ could see (a 0.1 BDP queue holds less delay
+// than RttThresh), so slow start ended by loss at a fraction of the BDP and
+// CUBIC's epoch started from there: issue 10 defect 5 (200 Mbit/s, 80 ms,
+// 0.1 BDP), utilization over 30 s 59.9% for B against A's 68.3%. Spread,
+// the growth fills the gaps between the trains instead. After the exit,
+// the same pacer spreads the burst a recovery's last cumulative ACK opens
+// when the peer's window held the sender back during the recovery, which
+// overflowed the queue a second time (100 Mbit/s, 40 ms, 0.2 BDP).
+//
+// RFC 9406 §4.3 recommends pacing a HyStart++ sender; this paces only what
+// the ACK clock did not release, which sends nothing sooner than unpaced B
+// would. L = 8 still bounds the growth per ACK, the card rule is the gate's
+// as before, and a stretch ACK still releases its segments at once (the t14
+// ramp).
+func (c *Controller) ClockPacing(minRTT time.Duration) (rate float64, burst int) {
+	// control:hosttests-shallow-arm-b-unpaced
+	if c.pacing || c.arm != ArmB || minRTT <= 0 {
+		return 0, c.iw
+	}
+	return float64(c.cwnd) / minRTT.Seconds(), c.iw
 }
 
 // OnSendStop records how the last send opportunity ended and the bytes in

@@ -225,6 +225,7 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 		Now: now, Acked: int(acked), SndUna: e.sndUna, SndNxt: e.sndNxt,
 		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
 	})
+	e.creditClock(acked)
 	e.rec.OnDelivered(res.Delivered+dupDelivered, e.q.InFlight(), uint64(e.ctl.Ssthresh()))
 	if e.rec.MaybeEnd(e.sndUna) {
 		e.ctl.OnRecoveryEnd(now)
@@ -259,4 +260,13 @@ func (e *endpoint) growSendBuffer() {
 	if want > e.sbuf.Cap() {
 		_ = e.sbuf.SetCap(want)
 	}
+}
+
+// creditClock lets the bytes an ACK delivered leave at once when arm B's
+// pacer spreads only the rest (cc.ClockPacing).
+func (e *endpoint) creditClock(acked uint64) {
+	if !e.clockPaced || acked == 0 {
+		return
+	}
+	e.pace.Credit(e.paceBytes(int(acked)), e.paceBytes(e.ctl.Cwnd()))
 }

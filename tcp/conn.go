@@ -168,12 +168,11 @@ func (e *endpoint) resetLocked(err tcpip.Error) {
 }
 
 // closeLocked moves to CLOSED: timers stop, the registration and port are
-// released, waiters are told, and a half-open child leaves its listener.
+// released, and waiters are told.
 func (e *endpoint) closeLocked(err tcpip.Error) {
 	if e.state == StateClosed {
 		return
 	}
-	prev := e.state
 	e.state = StateClosed
 	if err != nil {
 		e.hardErr = err
@@ -194,19 +193,6 @@ func (e *endpoint) closeLocked(err tcpip.Error) {
 	}
 	if e.route != nil {
 		e.releaseRoute = e.route
-	}
-	if parent := e.parent; parent != nil && prev == StateSynRcvd && !e.handOff {
-		e.parent = nil
-		e.after = append(e.after, func() {
-			parent.mu.Lock()
-			if parent.lst != nil {
-				if _, ok := parent.lst.children[e]; ok {
-					delete(parent.lst.children, e)
-					parent.lst.synQueue--
-				}
-			}
-			parent.mu.Unlock()
-		})
 	}
 	e.notify |= allEvents
 }

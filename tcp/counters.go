@@ -7,17 +7,18 @@ import (
 
 // stats are the protocol's counters, shared by all its endpoints.
 type stats struct {
-	sentBytes, retransBytes, rto, recoveries, lossProbes *counters.Counter
-	segsIn, segsOut, rstSent, rstRecv, csumErrors        *counters.Counter
-	cardStops, cardRefusals, cookiesSent, cookiesOK      *counters.Counter
-	stops                                                [4]*counters.Counter
-	spurious, challengeAcks, giveUps                     *counters.Counter
-	rcvEdgeRetreats, persistGiveUps, spuriousBytes       *counters.Counter
-	segCapStops, pmtuLowered, pmtuIgnored                *counters.Counter
+	sentBytes, retransBytes, rto, recoveries, lossProbes     *counters.Counter
+	segsIn, segsOut, rstSent, rstRecv, csumErrors            *counters.Counter
+	cardStops, cardRefusals, cookiesSent, cookiesOK          *counters.Counter
+	stops                                                    [4]*counters.Counter
+	spurious, challengeAcks, giveUps                         *counters.Counter
+	rcvEdgeRetreats, persistGiveUps, spuriousBytes           *counters.Counter
+	segCapStops, pmtuLowered, pmtuIgnored, synAckRetransmits *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
+	dropSynTimeout                                                 *counters.Counter
 
 	cc *cc.Counters
 }
@@ -42,18 +43,19 @@ func newStats(r *counters.Registry) *stats {
 			cc.StopCwnd:       m("tcp.stops.cwnd", "send opportunities that ended on the congestion window"),
 			cc.StopCard:       m("tcp.stops.card", "send opportunities that ended on the card's TX credit (same as tcp.card-stops)"),
 		},
-		cardRefusals:    m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
-		cookiesSent:     m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
-		cookiesOK:       m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
-		spurious:        m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
-		spuriousBytes:   m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
-		segCapStops:     m("tcp.stops.segment-cap", "send opportunities that ended on the cap of segments outstanding (a peer forcing a tiny MSS); also in tcp.stops.peer-window"),
-		pmtuLowered:     m("tcp.pmtu.lowered", "ICMP Packet Too Big messages that lowered a connection's MSS"),
-		pmtuIgnored:     m("tcp.pmtu.ignored", "ICMP Packet Too Big messages ignored: no usable MTU, not below the MSS, or quoting no segment in flight"),
-		challengeAcks:   m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
-		giveUps:         m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
-		persistGiveUps:  m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
-		rcvEdgeRetreats: m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
+		cardRefusals:      m("tcp.card-refusals", "segments the link refused (ErrNoBufferSpace), rolled back as never sent"),
+		cookiesSent:       m("tcp.syn-cookies.sent", "SYN-ACKs carrying a SYN cookie because the SYN queue was full"),
+		cookiesOK:         m("tcp.syn-cookies.accepted", "connections established from a valid SYN cookie"),
+		synAckRetransmits: m("tcp.syn-acks.retransmitted", "SYN-ACKs of half-open connections sent again on their timer"),
+		spurious:          m("tcp.spurious", "recoveries or timeouts undone as spurious (DSACK or timestamps)"),
+		spuriousBytes:     m("tcp.retransmitted.spurious.bytes", "retransmitted bytes the peer already had (D-SACK, or a timestamp echo older than the retransmission)"),
+		segCapStops:       m("tcp.stops.segment-cap", "send opportunities that ended on the cap of segments outstanding (a peer forcing a tiny MSS); also in tcp.stops.peer-window"),
+		pmtuLowered:       m("tcp.pmtu.lowered", "ICMP Packet Too Big messages that lowered a connection's MSS"),
+		pmtuIgnored:       m("tcp.pmtu.ignored", "ICMP Packet Too Big messages ignored: no usable MTU, not below the MSS, or quoting no segment in flight"),
+		challengeAcks:     m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
+		giveUps:           m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
+		persistGiveUps:    m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
+		rcvEdgeRetreats:   m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
 
 		dropBadSeq:           m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),
 		dropPAWS:             m("tcp.drops.paws", "segments dropped by PAWS (RFC 7323 §5)"),
@@ -67,6 +69,7 @@ func newStats(r *counters.Registry) *stats {
 		acksRateLimited:      m("tcp.acks.rate-limited", "ACKs owed to unacceptable segments or as challenges, not sent: one per 500 ms per connection"),
 		challengeRateLimited: m("tcp.challenge-acks.rate-limited", "challenge ACKs not sent: the stack-wide limit per second (RFC 5961 §7)"),
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
+		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
 
 		cc: cc.NewCounters(r),
 	}

@@ -106,11 +106,7 @@ type endpoint struct {
 	flushing bool
 	notify   waiter.EventMask
 
-	// listener
-	lst     *listener
-	parent  *endpoint // the listener of a passive open, until accepted
-	cookie  bool      // established from a SYN cookie
-	handOff bool      // established passive child: give it to the listener after unlocking
+	lst *listener // a listener's queues
 
 	// negotiated options
 	mss         int // the peer's MSS (RFC 9293 §3.7.1), payload bytes per segment before options
@@ -142,7 +138,8 @@ type endpoint struct {
 	maxSegs     int
 	ctl         *cc.Controller
 	est         *rtt.Estimator
-	pace        *pacer.Pacer
+	pace        *pacer.Pacer       // arm P: paces every segment; arm B: what the ACK clock did not release
+	clockPaced  bool               // arm B: ACKs credit the pacer (cc.ClockPacing)
 	rec         *recovery.Recovery // loss recovery: state, point, PRR, undo, RTO attempts
 	synRetries  int
 	lastSend    time.Duration
@@ -180,9 +177,7 @@ type endpoint struct {
 	lastRecv        time.Duration
 	userTimeout     time.Duration
 
-	// the last ACK sent for an unacceptable segment (ratelimit.go)
-	invalidAckAt   time.Duration
-	invalidAckSent bool
+	invalidAcks ackLimit // ACKs sent for unacceptable segments (ratelimit.go)
 
 	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
 	persistBackoff                                              int
@@ -257,12 +252,6 @@ func (e *endpoint) unlock() {
 	}
 	ev := e.notify
 	e.notify = 0
-	var parent *endpoint
-	if e.handOff && e.parent != nil {
-		parent = e.parent
-		e.parent = nil
-		e.handOff = false
-	}
 	after := e.after
 	e.after = nil
 	rr := e.releaseRoute
@@ -270,9 +259,6 @@ func (e *endpoint) unlock() {
 	e.mu.Unlock()
 	if rr != nil {
 		rr.Release()
-	}
-	if parent != nil {
-		e.giveToListener(parent)
 	}
 	for _, f := range after {
 		f()

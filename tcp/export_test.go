@@ -57,3 +57,9 @@ func SetChallengeLimit(s *stack.Stack, perSecond int) {
 	p.challenges.limit = perSecond
 	p.challenges.max = 0
 }
+
+// ChecksumValid is the inbound checksum check of parse.
+func ChecksumValid(pkt *stack.PacketBuffer) bool {
+	hdr := header.TCP(pkt.TransportHeader().Slice())
+	return checksumValid(pkt, hdr, pkt.Data().Size())
+}

@@ -141,22 +141,26 @@ func (e *endpoint) checkSequence(s *segment, opts *header.TCPOptions, now time.D
 	}
 	wnd := e.rcvAdv - e.rcvNxt
 	segLen := uint64(s.logicalLen())
-	acceptable := false
-	switch {
-	case segLen == 0 && wnd == 0:
-		acceptable = segOff == e.rcvNxt
-	case segLen == 0:
-		acceptable = segOff >= e.rcvNxt && segOff < e.rcvNxt+wnd
-	case wnd == 0:
-		acceptable = false
-	default:
-		acceptable = segOff < e.rcvNxt+wnd && segOff+segLen > e.rcvNxt
-	}
-	if !acceptable {
+	if !acceptable(segOff, segLen, e.rcvNxt, wnd) {
 		e.unacceptable(s, opts, segOff, segLen, wnd, now)
 		return 0, false
 	}
 	return segOff, true
+}
+
+// acceptable is RFC 9293 §3.10.7.4's table: whether a segment of segLen at
+// segOff falls in the window of wnd at rcvNxt.
+func acceptable(segOff, segLen, rcvNxt, wnd uint64) bool {
+	switch {
+	case segLen == 0 && wnd == 0:
+		return segOff == rcvNxt
+	case segLen == 0:
+		return segOff >= rcvNxt && segOff < rcvNxt+wnd
+	case wnd == 0:
+		return false
+	default:
+		return segOff < rcvNxt+wnd && segOff+segLen > rcvNxt
+	}
 }
 
 // unacceptable answers a segment outside the window. Old duplicates are
@@ -191,11 +195,7 @@ func (e *endpoint) handleRst(segOff uint64, now time.Duration) {
 	}
 	e.p.st.rstRecv.Inc()
 	switch e.state {
-	case StateSynRcvd:
-		if e.parent != nil {
-			e.closeLocked(nil)
-			return
-		}
+	case StateSynRcvd: // a simultaneous open: passive ones are requests
 		e.closeLocked(&tcpip.ErrConnectionRefused{})
 	case StateTimeWait:
 		// RFC 1337 §3 (TIME-WAIT assassination): a RST in TIME-WAIT is
@@ -230,9 +230,6 @@ func (e *endpoint) completeHandshake(s *segment, segOff uint64, now time.Duratio
 	e.sndWnd = uint64(s.wnd) << e.sndWS
 	e.sndWL1, e.sndWL2 = segOff, ackOff
 	e.maxSndWnd = max64(e.maxSndWnd, e.sndWnd)
-	if e.parent != nil {
-		e.handOff = true
-	}
 	return true
 }
 

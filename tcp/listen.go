@@ -4,10 +4,8 @@
 package tcp
 
 import (
-	"sort"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/ports"
@@ -19,15 +17,24 @@ import (
 
 // listener holds a listening endpoint's queues.
 type listener struct {
-	backlog  int
-	accept   []*endpoint
-	synQueue int                    // children in SYN-RECEIVED
-	children map[*endpoint]struct{} // every child not yet accepted (half-open or queued)
+	backlog int
+	accept  []*endpoint // established, not yet accepted
+	syn     synQueue    // half-open (synqueue.go)
 }
 
-// maxSynQueue bounds half-open children; beyond it SYNs are answered with
-// cookies (RFC 4987 §3.6).
+// maxSynQueue bounds half-open connections; beyond it SYNs are answered
+// with cookies (RFC 4987 §3.6).
 func (l *listener) maxSynQueue() int { return max(l.backlog, 8) }
+
+// acceptFull reports, and counts, a handshake that finds no room in the
+// accept queue.
+func (e *endpoint) acceptFull() bool {
+	if len(e.lst.accept) < e.lst.backlog {
+		return false
+	}
+	e.p.st.dropAcceptFull.Inc()
+	return true
+}
 
 // Listen implements tcpip.Endpoint.
 func (e *endpoint) Listen(backlog int) tcpip.Error {
@@ -52,7 +59,8 @@ func (e *endpoint) Listen(backlog int) tcpip.Error {
 		return err
 	}
 	e.registered = true
-	e.lst = &listener{backlog: backlog, children: make(map[*endpoint]struct{})}
+	e.lst = &listener{backlog: backlog, syn: synQueue{byID: make(map[stack.TransportEndpointID]*request)}}
+	e.lst.syn.t = timer{e: e, fn: (*endpoint).onSynAckTimer}
 	e.state = StateListen
 	return nil
 }
@@ -71,7 +79,6 @@ func (e *endpoint) Accept(peerAddr *tcpip.FullAddress) (tcpip.Endpoint, *waiter.
 	copy(e.lst.accept, e.lst.accept[1:])
 	e.lst.accept[len(e.lst.accept)-1] = nil
 	e.lst.accept = e.lst.accept[:len(e.lst.accept)-1]
-	delete(e.lst.children, c)
 	if peerAddr != nil {
 		*peerAddr = tcpip.FullAddress{Addr: c.id.RemoteAddress, Port: c.id.RemotePort, NIC: c.nicID}
 	}
@@ -79,80 +86,66 @@ func (e *endpoint) Accept(peerAddr *tcpip.FullAddress) (tcpip.Endpoint, *waiter.
 }
 
 // handleListen is RFC 9293 §3.10.7.2 (LISTEN), with the SYN queue, the
-// accept queue and SYN cookies.
+// accept queue and SYN cookies; a segment of a half-open connection goes to
+// its request (synReceived).
 func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
 	l := e.lst
 	now := e.now()
+	if r := l.syn.byID[id]; r != nil {
+		e.synReceived(r, id, pkt, s, now)
+		return
+	}
 	switch {
 	case s.has(header.TCPFlagRst):
 		return
 	// control:tcp-listener-synack-opens
 	case s.has(header.TCPFlagAck) && s.has(header.TCPFlagSyn):
 		// Any ACK is bad in LISTEN, a SYN-ACK included: RST <SEQ=SEG.ACK>,
-		// and no child (RFC 9293 §3.10.7.2, second check).
+		// and no request (RFC 9293 §3.10.7.2, second check).
 		e.p.st.dropState.Inc()
-		if out, r := e.p.buildRST(id, pkt, s); out != nil {
-			e.after = append(e.after, func() { e.p.sendBuilt(r, out, true) })
-		}
+		e.resetLater(id, pkt, s)
 		return
 	case s.has(header.TCPFlagAck) && !s.has(header.TCPFlagSyn):
 		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
 		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
 		if !ok {
-			if out, r := e.p.buildRST(id, pkt, s); out != nil {
-				e.after = append(e.after, func() { e.p.sendBuilt(r, out, true) })
-			}
+			e.resetLater(id, pkt, s)
 			return
 		}
-		if len(l.accept) >= l.backlog {
-			e.p.st.dropAcceptFull.Inc()
+		if e.acceptFull() {
 			return
 		}
 		so := e.p.cookieSynOptions(id, s, mss, now)
-		c := e.newChild(id, pkt, s, &so, true)
-		if c == nil {
-			return
+		if e.establish(id, pkt, s, s.ack-1, s.seq-1, &so, now) {
+			e.p.st.cookiesOK.Inc()
 		}
-		e.p.st.cookiesOK.Inc()
-		c.mu.Lock()
-		c.established(now)
-		c.sndWnd = uint64(s.wnd) << c.sndWS
-		c.rcvAdv = c.rcvNxt + uint64(e.p.cookieWindow()) // what the SYN-ACK offered
-		c.rcvPromise = c.rcvAdv
-		c.maxSndWnd = c.sndWnd
-		c.sndWL1, c.sndWL2 = 1, 1
-		l.accept = append(l.accept, c)
-		l.children[c] = struct{}{}
-		e.notify |= waiterReadable
-		c.handleSegment(s) // its data, if any
-		c.handOff = false
-		c.mu.Unlock()
-		e.after = append(e.after, c.flushLater)
 		return
 	case !s.has(header.TCPFlagSyn):
 		return
 	}
-	if len(l.accept) >= l.backlog {
-		e.p.st.dropAcceptFull.Inc()
+	if e.acceptFull() {
 		return
 	}
-	so := header.ParseSynOptions(s.opts, false)
-	if l.synQueue >= l.maxSynQueue() {
+	so := e.p.agree(header.ParseSynOptions(s.opts, false))
+	if l.syn.len() >= l.maxSynQueue() {
 		// control:hosttests-flood-no-syn-cookies
 		// control:tcp-no-syn-cookies
-		e.sendCookie(id, pkt, s, &so, now)
+		e.sendCookie(id, pkt, s, so, now)
 		return
 	}
-	c := e.newChild(id, pkt, s, &so, false)
-	if c == nil {
-		return
+	r := &request{id: id, nic: pkt.NICID, netProto: pkt.NetworkProtocolNumber,
+		iss: e.p.isn.ISN(tupleOf(id), now), irs: s.seq, so: so, synAt: now}
+	// control:tcp-half-open-is-an-endpoint-2
+	l.syn.add(r, now)
+	e.answer(r, header.TCPFlagSyn|header.TCPFlagAck, now)
+}
+
+// resetLater queues the RST of RFC 9293 §3.10.7.2 for s, sent once the
+// listener's lock is released.
+func (e *endpoint) resetLater(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
+	if out, r := e.p.buildRST(id, pkt, s); out != nil {
+		e.after = append(e.after, func() { e.p.sendBuilt(r, out, e.p.st.rstSent) })
 	}
-	l.synQueue++
-	l.children[c] = struct{}{}
-	c.mu.Lock()
-	c.sendSYN()
-	c.mu.Unlock()
-	e.after = append(e.after, c.flushLater)
 }
 
 // flushLater writes a child's outbox once the listener's lock is released:
@@ -166,60 +159,35 @@ func (e *endpoint) flushLater() {
 // sendCookie answers a SYN statelessly with a SYN-ACK whose sequence number
 // is a cookie (RFC 4987 §3.6). When the SYN offers timestamps, the SYN-ACK
 // agrees to window scale and SACK as well and keeps the peer's choices in its
-// TSval (syncookie.StampTS); without them only the MSS survives.
-func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so *header.TCPSynOptions, now time.Duration) {
-	net := pkt.Network()
-	r, err := e.p.s.FindRoute(pkt.NICID, net.DestinationAddress(), net.SourceAddress(), pkt.NetworkProtocolNumber, false)
-	if err != nil {
-		return
+// TSval (syncookie.StampTS); without them only the MSS survives. The cookie
+// keeps the peer's MSS; the child takes the smaller of it and ours, as a
+// request's does (negotiate).
+func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so header.TCPSynOptions, now time.Duration) {
+	cookie := e.p.jar.Make(tupleOf(id), s.seq, so.MSS, now)
+	tsVal := e.p.tsAt(id, now)
+	if so.TS {
+		tsVal = syncookie.StampTS(tsVal, syncookie.Options{WS: so.WS, SACK: so.SACKPermitted})
+	} else {
+		so.WS, so.SACKPermitted = -1, false
 	}
-	ourMSS := int(r.MTU()) - header.TCPMinimumSize
-	mss := so.MSS
-	if m := uint16(min(ourMSS, 0xffff)); mss > m {
-		mss = m
-	}
-	cookie := e.p.jar.Make(tupleOf(id), s.seq, mss, now)
-	var ob [40]byte
-	opts := e.p.cookieOptions(ob[:], id, so, ourMSS, now)
-	pa := pathOf(r)
-	out := e.p.buildPacket(&pa, id.LocalPort, id.RemotePort, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, e.p.cookieWindow(), opts, buffer.Buffer{})
-	e.after = append(e.after, func() {
-		if e.p.write(&pa, out, true) == nil {
-			e.p.st.cookiesSent.Inc()
-		}
-		out.DecRef()
-		r.Release()
-	})
+	e.sendStateless(id, pkt.NICID, pkt.NetworkProtocolNumber, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, &so, tsVal, e.p.st.cookiesSent)
 }
 
-// cookieWindow is a cookie SYN-ACK's window, never scaled (RFC 7323 §2.2):
-// what the child's first receive buffer holds.
-func (p *protocol) cookieWindow() uint16 {
+// synWindow is the window of a passive open's SYN-ACK, never scaled (RFC
+// 7323 §2.2): what the child's first receive buffer holds.
+func (p *protocol) synWindow() uint16 {
 	return uint16(min(initialReceiveBuffer, p.opts.ReceiveBufferMax, 0xffff))
 }
 
-// cookieOptions encodes a cookie SYN-ACK's options: the MSS, and with
-// timestamps the window scale and SACK-permitted the SYN offered.
-func (p *protocol) cookieOptions(dst []byte, id stack.TransportEndpointID, so *header.TCPSynOptions, ourMSS int, now time.Duration) []byte {
-	b := dst[:40]
-	n := header.EncodeMSSOption(uint32(ourMSS), b)
-	if !so.TS || p.opts.NoTimestamps {
-		return b[:n]
+// agree reduces a SYN's options to what we agree to: each of window scale,
+// timestamps and SACK only if our options allow it.
+func (p *protocol) agree(so header.TCPSynOptions) header.TCPSynOptions {
+	if p.opts.NoWindowScale {
+		so.WS = -1
 	}
-	co := syncookie.Options{WS: -1, SACK: so.SACKPermitted && !p.opts.NoSACK}
-	if so.WS >= 0 && !p.opts.NoWindowScale {
-		co.WS = so.WS
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeWSOption(int(p.rcvScale()), b[n:])
-	}
-	if co.SACK {
-		n += header.EncodeSACKPermittedOption(b[n:])
-	} else {
-		n += header.EncodeNOP(b[n:])
-		n += header.EncodeNOP(b[n:])
-	}
-	n += header.EncodeTSOption(syncookie.StampTS(p.tsAt(id, now), co), so.TSVal, b[n:])
-	return b[:n]
+	so.TS = so.TS && !p.opts.NoTimestamps
+	so.SACKPermitted = so.SACKPermitted && !p.opts.NoSACK
+	return so
 }
 
 // cookieSynOptions rebuilds the SYN's options from a valid cookie's ACK: the
@@ -239,83 +207,73 @@ func (p *protocol) cookieSynOptions(id stack.TransportEndpointID, s *segment, ms
 	return so
 }
 
-// newChild makes the endpoint of a passive open and registers its 4-tuple.
-func (e *endpoint) newChild(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so *header.TCPSynOptions, cookie bool) *endpoint {
+// establish makes the endpoint of a passive open whose last ACK s has
+// arrived, ESTABLISHED, and queues it for Accept; s's data, if any, is the
+// child's. iss and irs are the initial sequence numbers, so the SYN's
+// agreed options, and synAt when TS.Recent (so.TSVal) was seen.
+func (e *endpoint) establish(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, iss, irs uint32, so *header.TCPSynOptions, synAt time.Duration) bool {
+	r, err := e.p.s.FindRoute(pkt.NICID, id.LocalAddress, id.RemoteAddress, pkt.NetworkProtocolNumber, false)
+	if err != nil {
+		return false
+	}
+	now := e.now()
 	c := e.p.newEndpoint(e.netProto, &waiter.Queue{})
+	c.ops.SetDelayOption(!e.nodelay) // these take c's lock
+	c.ops.SetKeepAlive(e.ops.GetKeepAlive())
+	c.mu.Lock() // registered, it may be found at once
 	c.id = id
 	c.netProtos = []tcpip.NetworkProtocolNumber{pkt.NetworkProtocolNumber}
 	c.nicID = pkt.NICID
-	c.cookie = cookie
-	c.nodelay = e.nodelay
-	c.ops.SetDelayOption(!e.nodelay)
-	c.ops.SetKeepAlive(e.ops.GetKeepAlive())
-	c.kaIdle, c.kaIntvl, c.kaCount = e.kaIdle, e.kaIntvl, e.kaCount
-	r, err := e.p.s.FindRoute(pkt.NICID, id.LocalAddress, id.RemoteAddress, pkt.NetworkProtocolNumber, false)
-	if err != nil {
-		return nil
-	}
 	c.route = r
-	c.preConn()
-	now := e.now()
-	if cookie {
-		c.irs = s.seq - 1
-		c.iss = s.ack - 1
-		c.sndUna, c.sndNxt, c.sndMax = 1, 1, 1
-	} else {
-		c.irs = s.seq
-		c.iss = e.p.isn.ISN(tupleOf(id), now)
-		c.sndUna, c.sndNxt, c.sndMax = 0, 1, 1
+	if err := e.p.s.RegisterTransportEndpoint(c.netProtos, ProtocolNumber, id, c, ports.Flags{}, e.bindNIC); err != nil {
+		c.mu.Unlock()
+		r.Release()
+		return false
 	}
+	c.registered = true
+	c.nodelay = e.nodelay
+	c.kaIdle, c.kaIntvl, c.kaCount = e.kaIdle, e.kaIntvl, e.kaCount
+	c.preConn()
+	c.iss, c.irs = iss, irs
+	c.sndUna, c.sndNxt, c.sndMax = 1, 1, 1
 	c.rcvNxt = 1
+	c.rcvAdv = c.rcvNxt + uint64(e.p.synWindow()) // what the SYN-ACK offered
+	c.rcvPromise = c.rcvAdv
+	c.lastAckSent = c.rcvNxt // the SYN-ACK's
 	c.tsOffset = e.p.tsOffsetFor(tupleOf(id))
 	c.negotiate(so, false)
 	if c.tsOK {
-		c.tsRecent = so.TSVal
-		c.tsRecentT = now
-		c.tsRecentSet = true
+		c.tsRecent, c.tsRecentT, c.tsRecentSet = so.TSVal, synAt, true
 	}
 	c.initConn()
-	c.parent = e
-	c.state = StateSynRcvd
 	c.lastSend = now
-	if err := e.p.s.RegisterTransportEndpoint(c.netProtos, ProtocolNumber, id, c, ports.Flags{}, e.bindNIC); err != nil {
-		r.Release()
-		return nil
-	}
-	c.registered = true
-	return c
+	c.established(now)
+	c.sndWnd = uint64(s.wnd) << c.sndWS
+	c.maxSndWnd = c.sndWnd
+	c.sndWL1, c.sndWL2 = 1, 1
+	e.lst.accept = append(e.lst.accept, c)
+	e.notify |= waiterReadable
+	c.handleSegment(s) // its data, if any
+	c.mu.Unlock()
+	e.after = append(e.after, c.flushLater)
+	return true
 }
 
-// giveToListener moves an established passive child to its listener's accept
-// queue; it runs with no endpoint lock held.
-func (e *endpoint) giveToListener(l *endpoint) {
-	l.mu.Lock()
-	if l.state != StateListen {
-		l.mu.Unlock()
-		e.mu.Lock()
-		e.resetLocked(&tcpip.ErrConnectionAborted{})
-		e.unlock()
-		return
-	}
-	l.lst.synQueue--
-	l.lst.accept = append(l.lst.accept, e)
-	l.notify |= waiterReadable
-	l.unlock()
-}
-
-// closeListenerLocked stops listening and resets every child not accepted.
+// closeListenerLocked stops listening: every connection not accepted is
+// reset, established or half-open.
 func (e *endpoint) closeListenerLocked() {
 	if e.lst == nil {
 		return
 	}
-	var kids []*endpoint
-	for c := range e.lst.children {
-		kids = append(kids, c)
-	}
-	// Map order is random; reset in creation order so runs repeat.
-	sort.Slice(kids, func(i, j int) bool { return kids[i].serial < kids[j].serial })
+	kids := e.lst.accept
 	e.lst.accept = nil
-	e.lst.children = map[*endpoint]struct{}{}
+	q := &e.lst.syn
+	now := e.now()
+	for _, r := range q.order {
+		e.answer(r, header.TCPFlagRst|header.TCPFlagAck, now)
+	}
+	q.order, q.byID = nil, map[stack.TransportEndpointID]*request{}
+	q.t.stop()
 	e.closeLocked(nil)
 	e.after = append(e.after, func() {
 		for _, c := range kids {

@@ -148,11 +148,13 @@ func (e *endpoint) outputAt(now time.Duration) {
 	default:
 		return
 	}
-	if e.pacingWait {
+	// Arm B's ACKs bring credit its pacer lets go at once (creditClock), so
+	// an ACK resumes it before the pacing timer; arm P waits for the timer.
+	if e.pacingWait && !e.clockPaced {
 		return
 	}
 	var reason cc.StopReason
-	sentNew, headResent, paced := false, false, false
+	sentNew := false
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
 	for {
@@ -166,17 +168,14 @@ func (e *endpoint) outputAt(now time.Duration) {
 			reason = cc.StopCard
 			break
 		}
-		// control:tcp-paced-output-skips-timer
 		if e.paceWait(now, int(c.size())) {
-			paced = true
-			break
+			return
 		}
 		e.probe = false
 		if c.rtx {
 			if c.head {
 				e.rec.HeadDone()
 			}
-			headResent = headResent || c.start <= e.sndUna
 			e.retransmit(c.start, c.end, c.fin, now)
 			continue
 		}
@@ -193,22 +192,17 @@ func (e *endpoint) outputAt(now time.Duration) {
 			break
 		}
 	}
-	// The pacer's hold ends no send opportunity for cc (the opportunity
-	// resumes when the pacer allows), but what went arms its timer: a
-	// resent head the pacer's hold follows restarts the RTO all the same.
-	if !paced {
-		if reason == cc.StopCard {
-			e.p.st.cardStops.Inc()
-			e.waitCredit()
-		}
-		e.p.st.stops[reason].Inc()
-		e.ctl.OnSendStop(reason, int(e.q.InFlight()))
-		if sentNew {
-			e.ctl.OnSend(now, e.sndNxt)
-		}
+	if reason == cc.StopCard {
+		e.p.st.cardStops.Inc()
+		e.waitCredit()
+	}
+	e.p.st.stops[reason].Inc()
+	e.ctl.OnSendStop(reason, int(e.q.InFlight()))
+	if sentNew {
+		e.ctl.OnSend(now, e.sndNxt)
 	}
 	if e.q.Outstanding() > 0 {
-		e.armRetransmitTimer(sentNew, headResent, now)
+		e.armRetransmitTimer(sentNew, now)
 	}
 }
 
@@ -387,14 +381,26 @@ func (e *endpoint) waitCredit() {
 	})
 }
 
+// paceBytes is what n bytes of payload count in the pacer, which counts
+// each segment with its TCP header: a header for each SMSS or part of one.
+func (e *endpoint) paceBytes(n int) int {
+	return n + (n+e.smss-1)/e.smss*header.TCPMinimumSize
+}
+
 // paceWait reports whether the pacer holds a size-byte segment, arming the
-// pacing timer if so.
+// pacing timer if so: arm P's every segment, arm B's beyond what the last
+// ACK released (creditClock) and the pacer's burst.
 func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	// control:tcp-pacing-never-waits
 	if e.pace == nil || !e.est.HasSample() {
 		return false
 	}
-	e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
+	if e.clockPaced {
+		rate, burst := e.ctl.ClockPacing(e.est.MinRTT())
+		e.pace.SetRate(rate, e.paceBytes(burst))
+	} else {
+		e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
+	}
 	at := e.pace.NextSend(now, size+header.TCPMinimumSize)
 	if at <= now {
 		return false
@@ -404,13 +410,28 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	return true
 }
 
-// retransmit resends [start, end) from the send buffer.
+// retransmit resends [start, end) from the send buffer. A resend of the
+// segment at SND.UNA restarts the RTO, unless a loss probe is armed.
+//
+// Departure from RFC 6298 §5.3, which restarts the RTO only when an ACK
+// acknowledges new data: the timer then runs from the last advance of
+// SND.UNA, and a resend of the head that is itself lost, found lost by RACK
+// an RTT later (RFC 8985 §6.2) and resent again, cannot be acknowledged
+// within an RTO of about SRTT + 200 ms, so the RTO fired in a recovery that
+// was working (20 Mbit/s, 600 ms, 1% loss). It is safe: the head is resent
+// only on evidence that the path delivers (RACK saw a later transmission
+// delivered, NewReno a partial ACK) or by the RTO itself, never twice on the
+// same evidence, so when ACKs stop the RTO fires an RTO after the last resend.
 func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	if start < e.sndUna {
 		start = e.sndUna
 	}
 	if end <= start {
 		return
+	}
+	// control:tcp-head-resend-keeps-rto
+	if start == e.sndUna && !e.tlpArmed {
+		e.tRtx.armAt(now, e.est.RTO())
 	}
 	prev, _ := e.q.Seg(start)
 	e.q.Retransmitted(start, now)

@@ -146,7 +146,7 @@ func (p *protocol) HandleUnknownDestinationPacket(id stack.TransportEndpointID, 
 // endpoint state.
 func (p *protocol) replyRST(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
 	if out, r := p.buildRST(id, pkt, s); out != nil {
-		p.sendBuilt(r, out, true)
+		p.sendBuilt(r, out, p.st.rstSent)
 	}
 }
 
@@ -170,11 +170,12 @@ func (p *protocol) buildRST(id stack.TransportEndpointID, pkt *stack.PacketBuffe
 	return p.buildPacket(&pa, id.LocalPort, id.RemotePort, seq, ack, flags, 0, nil, buffer.Buffer{}), r
 }
 
-// sendBuilt writes a stateless segment and releases it and its route.
-func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, rst bool) {
+// sendBuilt writes a stateless segment and releases it and its route; ok,
+// if any, counts it once written.
+func (p *protocol) sendBuilt(r *stack.Route, out *stack.PacketBuffer, ok *counters.Counter) {
 	pa := pathOf(r)
-	if p.write(&pa, out, true) == nil && rst {
-		p.st.rstSent.Inc()
+	if p.write(&pa, out, true) == nil && ok != nil {
+		ok.Inc()
 	}
 	out.DecRef()
 	r.Release()

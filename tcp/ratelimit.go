@@ -41,31 +41,46 @@ func (e *endpoint) owedAck(s *segment, segOff uint64, now time.Duration) {
 
 // limitedAck asks for an ACK unless the connection sent one for an
 // unacceptable segment less than invalidAckInterval ago.
-func (e *endpoint) limitedAck(now time.Duration) bool {
-	// control:hosttests-invalid-acks-unlimited
-	if e.invalidAckSent && now-e.invalidAckAt < invalidAckInterval {
-		e.p.st.acksRateLimited.Inc()
-		return false
+func (e *endpoint) limitedAck(now time.Duration) {
+	if e.p.mayAnswer(&e.invalidAcks, false, now) {
+		e.ackNow = true
 	}
-	e.invalidAckSent, e.invalidAckAt = true, now
-	e.ackNow = true
-	return true
 }
 
 // challengeAck sends an RFC 5961 challenge ACK within the connection's and
 // the stack's limits (§7).
 func (e *endpoint) challengeAck(now time.Duration) {
-	if e.invalidAckSent && now-e.invalidAckAt < invalidAckInterval {
-		e.p.st.acksRateLimited.Inc()
-		return
+	if e.p.mayAnswer(&e.invalidAcks, true, now) {
+		e.sendAck()
 	}
-	if !e.p.challenges.allow(now) {
-		e.p.st.challengeRateLimited.Inc()
-		return
+}
+
+// ackLimit is when a connection (or a request, synqueue.go) last sent an
+// ACK for an unacceptable segment.
+type ackLimit struct {
+	at   time.Duration
+	sent bool
+}
+
+// mayAnswer reports whether an ACK for an unacceptable segment, or a
+// challenge ACK, may go now within the connection's limit l and, for a
+// challenge, the stack's; it counts the ones that may not, and records the
+// one that may.
+func (p *protocol) mayAnswer(l *ackLimit, challenge bool, now time.Duration) bool {
+	// control:hosttests-invalid-acks-unlimited
+	if l.sent && now-l.at < invalidAckInterval {
+		p.st.acksRateLimited.Inc()
+		return false
 	}
-	e.invalidAckSent, e.invalidAckAt = true, now
-	e.p.st.challengeAcks.Inc()
-	e.sendAck()
+	if challenge && !p.challenges.allow(now) {
+		p.st.challengeRateLimited.Inc()
+		return false
+	}
+	l.sent, l.at = true, now
+	if challenge {
+		p.st.challengeAcks.Inc()
+	}
+	return true
 }
 
 // stackLimit is a budget of events per one-second interval shared by every

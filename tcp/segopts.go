@@ -8,6 +8,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/tcp/internal/reasm"
 	"github.com/netramp/netramp/tcp/internal/rtxq"
@@ -40,17 +41,27 @@ func (e *endpoint) echoSpan(opts *header.TCPOptions, now time.Duration) rtxq.Ech
 // synOptions encodes the options of our SYN or SYN-ACK: MSS always; window
 // scale, timestamps and SACK-permitted as offered (SYN) or agreed (SYN-ACK).
 func (e *endpoint) synOptions(dst []byte, synAck bool) []byte {
-	b := dst[:40]
-	n := header.EncodeMSSOption(uint32(e.ourMSS()), b)
 	offerWS := !e.p.opts.NoWindowScale
 	offerTS := !e.p.opts.NoTimestamps
 	offerSACK := !e.p.opts.NoSACK
 	if synAck {
 		offerWS, offerTS, offerSACK = e.wsOK, e.tsOK, e.sackOK
 	}
+	ws := -1
 	if offerWS {
+		ws = int(e.rcvWS)
+	}
+	return encodeSynOptions(dst, e.ourMSS(), ws, offerSACK, offerTS, e.tsVal(), e.tsRecent)
+}
+
+// encodeSynOptions encodes a SYN's or SYN-ACK's options: MSS always, our
+// window scale ws unless it is -1, SACK-permitted, and timestamps.
+func encodeSynOptions(dst []byte, mss, ws int, offerSACK, offerTS bool, tsVal, tsEcr uint32) []byte {
+	b := dst[:40]
+	n := header.EncodeMSSOption(uint32(mss), b)
+	if ws >= 0 {
 		n += header.EncodeNOP(b[n:])
-		n += header.EncodeWSOption(int(e.rcvWS), b[n:])
+		n += header.EncodeWSOption(ws, b[n:])
 	}
 	if offerSACK && !offerTS {
 		n += header.EncodeNOP(b[n:])
@@ -64,17 +75,20 @@ func (e *endpoint) synOptions(dst []byte, synAck bool) []byte {
 			n += header.EncodeNOP(b[n:])
 			n += header.EncodeNOP(b[n:])
 		}
-		n += header.EncodeTSOption(e.tsVal(), e.tsRecent, b[n:])
+		n += header.EncodeTSOption(tsVal, tsEcr, b[n:])
 	}
 	n += header.AddTCPOptionPadding(b, n)
 	return b[:n]
 }
 
 // ourMSS is the MSS we announce: the route's MTU less the TCP header.
-func (e *endpoint) ourMSS() int {
+func (e *endpoint) ourMSS() int { return routeMSS(e.route) }
+
+// routeMSS is the MSS to announce on route r (536 without one).
+func routeMSS(r *stack.Route) int {
 	m := 536
-	if e.route != nil {
-		m = int(e.route.MTU()) - header.TCPMinimumSize
+	if r != nil {
+		m = int(r.MTU()) - header.TCPMinimumSize
 	}
 	if m > 0xffff {
 		m = 0xffff

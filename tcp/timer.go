@@ -149,10 +149,6 @@ func (e *endpoint) onRetransmitTimer() {
 	switch e.state {
 	case StateSynSent, StateSynRcvd:
 		if e.synRetries >= maxSynRetries {
-			if e.parent != nil && e.state == StateSynRcvd {
-				e.closeLocked(nil)
-				return
-			}
 			e.closeLocked(&tcpip.ErrTimeout{})
 			return
 		}
@@ -227,24 +223,12 @@ func (e *endpoint) onKeepaliveTimer() {
 }
 
 // armRetransmitTimer arms the tail loss probe (RFC 8985 §7.2) after new data
-// when SACK is on and no recovery is running, else the RTO (RFC 6298 §5.1);
-// a resend of the segment at SND.UNA restarts the RTO.
-//
-// Departure from RFC 6298 §5.3, which restarts the RTO only when an ACK
-// acknowledges new data: the timer then runs from the last advance of
-// SND.UNA, and a resend of the head that is itself lost, found lost by RACK
-// an RTT later (RFC 8985 §6.2) and resent again cannot be acknowledged
-// within an RTO of about SRTT + 200 ms, so the RTO fires in a recovery that
-// was working (the 20 Mbit/s, 600 ms path with 1% loss). It is safe: the
-// head is resent only on evidence that the path delivers (RACK saw a later
-// transmission delivered, or NewReno a partial ACK), never twice on the same
-// evidence, so when ACKs stop the RTO fires an RTO after the last resend.
-func (e *endpoint) armRetransmitTimer(sentNew, headResent bool, now time.Duration) {
+// when SACK is on and no recovery is running, else the RTO (RFC 6298 §5.1).
+func (e *endpoint) armRetransmitTimer(sentNew bool, now time.Duration) {
 	if sentNew && e.armPTO(now) {
 		return
 	}
-	// control:tcp-head-resend-keeps-rto
-	if !e.tRtx.armed() || sentNew && e.tlpArmed || headResent && !e.tlpArmed {
+	if !e.tRtx.armed() || sentNew && e.tlpArmed {
 		e.tlpArmed = false
 		e.tRtx.armAt(now, e.est.RTO())
 	}

@@ -21,6 +21,7 @@ import (
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/vtest"
 )
 
 // MemConfig sizes the memory benchmark: Conns connections per case, both
@@ -75,15 +76,6 @@ func Mem(ctx context.Context, cfg MemConfig) ([]MemResult, error) {
 		}
 	}
 	return out, nil
-}
-
-// liveHeap is the heap in use after two collections.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 func memCase(ctx context.Context, c MemCase, n int, gv bool) (MemResult, error) {
@@ -162,7 +154,7 @@ func memConnected(ctx context.Context, c MemCase, n int, gv bool) (uint64, error
 	if err := memOne(ctx, src, bh, accepted, c, &conns); err != nil {
 		return 0, err
 	}
-	before := liveHeap()
+	before := vtest.LiveHeap()
 	for range n {
 		if err := memOne(ctx, src, bh, accepted, c, &conns); err != nil {
 			return 0, err
@@ -170,7 +162,7 @@ func memConnected(ctx context.Context, c MemCase, n int, gv bool) (uint64, error
 	}
 	// gVisor's TCP works on its own goroutines: let it settle.
 	time.Sleep(200 * time.Millisecond)
-	after := liveHeap()
+	after := vtest.LiveHeap()
 	runtime.KeepAlive(conns)
 	if after < before {
 		return 0, nil
@@ -233,7 +225,7 @@ func memHalfOpen(n int, gv bool) (uint64, error) {
 	}
 	inject(link, 1000)
 	drain()
-	before := liveHeap()
+	before := vtest.LiveHeap()
 	for i := range n {
 		inject(link, uint16(2000+i))
 		if i%8 == 0 {
@@ -242,7 +234,7 @@ func memHalfOpen(n int, gv bool) (uint64, error) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	drain()
-	after := liveHeap()
+	after := vtest.LiveHeap()
 	runtime.KeepAlive(ln)
 	if after < before {
 		return 0, nil

@@ -1,7 +1,10 @@
 // Package pacer spreads a sender's segments over time at a rate the
 // congestion controller chooses (RFC 9406 §4.3 lets a pacing sender drop
 // HyStart++'s per-ACK growth limit): a token bucket of bytes filled at the
-// rate, which lets a burst of up to its depth leave back to back.
+// rate, which lets a burst of up to its depth leave back to back. A sender
+// that keeps its ACK clock (arm B) also credits the bytes each ACK delivered
+// (Credit): up to them, segments leave at once, and only what goes beyond
+// them waits for the rate.
 // It reads no clock; times are durations since the caller's origin.
 package pacer
 
@@ -18,6 +21,7 @@ type Pacer struct {
 	tokens float64 // may go negative after a segment larger than the tokens
 	last   time.Duration
 	seen   bool
+	clock  int // bytes the ACK clock released (Credit) not yet sent; taken before tokens
 }
 
 // New returns an unpaced pacer.
@@ -29,6 +33,7 @@ func New() *Pacer { return &Pacer{} }
 func (p *Pacer) SetRate(bytesPerSec float64, burst int) {
 	if bytesPerSec <= 0 || math.IsNaN(bytesPerSec) || math.IsInf(bytesPerSec, 0) {
 		bytesPerSec = 0
+		p.clock = 0 // credit given while unpaced must not become a burst later
 	}
 	if burst < 1 {
 		burst = 1
@@ -61,11 +66,24 @@ func (p *Pacer) refill(now time.Duration) {
 	p.last = now
 }
 
+// Credit sets the bytes the ACK clock released (what an ACK delivered, at
+// most limit, the congestion window), which may leave at once without
+// tokens. It replaces what the last ACK released: credit the sender could
+// not send at once (the peer's window or the application held it) is not
+// saved into a burst for later. Unpaced, it is ignored.
+func (p *Pacer) Credit(bytes, limit int) {
+	if p.rate == 0 || bytes <= 0 {
+		return
+	}
+	// control:tcpinternal-pacer-credit-saved
+	p.clock = max(min(bytes, limit), 0)
+}
+
 // NextSend is the earliest time, never before now, at which a size-byte
-// segment may leave: now when unpaced or when the bucket holds
-// min(size, burst) tokens.
+// segment may leave: now when unpaced, when the ACK clock's credit covers
+// it, or when the bucket holds min(size, burst) tokens.
 func (p *Pacer) NextSend(now time.Duration, size int) time.Duration {
-	if p.rate == 0 {
+	if p.rate == 0 || p.clock >= size {
 		return now
 	}
 	p.refill(now)
@@ -83,9 +101,14 @@ func (p *Pacer) NextSend(now time.Duration, size int) time.Duration {
 	return now + wait
 }
 
-// Sent takes a size-byte segment's tokens at now.
+// Sent takes a size-byte segment's ACK-clock credit if it covers the
+// segment, else its tokens, at now.
 func (p *Pacer) Sent(now time.Duration, size int) {
 	if p.rate == 0 {
+		return
+	}
+	if p.clock >= size {
+		p.clock -= size
 		return
 	}
 	p.refill(now)

@@ -89,3 +89,42 @@ func TestIdleTimeEarnsAtMostTheBurst(t *testing.T) {
 		t.Fatalf("%d segments back to back after idle, want 3 (burst 4500)", n)
 	}
 }
+
+// TestACKCreditLeavesAtOnceAndIsNotSaved: the bytes an ACK delivered leave
+// at once, beyond the bucket; the next ACK's credit replaces what was left,
+// so credit the sender could not use is not saved into a later burst.
+func TestACKCreditLeavesAtOnceAndIsNotSaved(t *testing.T) {
+	p := New()
+	p.SetRate(1e6, 1500)
+	p.Sent(0, 1500) // the bucket is empty
+	p.Credit(3000, 1<<20)
+	for i := 0; i < 2; i++ {
+		if got := p.NextSend(0, 1500); got != 0 {
+			t.Fatalf("credited segment %d held until %v", i, got)
+		}
+		p.Sent(0, 1500)
+	}
+	if got := p.NextSend(0, 1500); got == 0 {
+		t.Fatal("a segment beyond the credit and the bucket left at once")
+	}
+	p.Credit(6000, 1<<20)
+	p.Credit(1500, 1<<20) // a second ACK before the first's credit was used
+	p.Sent(0, 1500)
+	if got := p.NextSend(0, 1500); got == 0 {
+		t.Fatal("credit of an earlier ACK was saved")
+	}
+	p.Credit(1<<20, 3000) // capped at the window
+	p.Sent(0, 1500)
+	p.Sent(0, 1500)
+	if got := p.NextSend(0, 1500); got == 0 {
+		t.Fatal("credit beyond the window's limit left at once")
+	}
+	p.SetRate(0, 1500)
+	p.Credit(3000, 1<<20)
+	p.SetRate(1e6, 1500)
+	p.Sent(0, 1500)
+	p.Sent(0, 1500)
+	if got := p.NextSend(0, 1500); got == 0 {
+		t.Fatal("credit given while unpaced was kept")
+	}
+}

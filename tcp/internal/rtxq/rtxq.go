@@ -595,6 +595,7 @@ func (q *Queue) ReoWnd(minRTT time.Duration) time.Duration {
 	if !q.reorderingSeen && (q.inRecovery || q.sackedSegs >= DupThresh) {
 		return 0
 	}
+	// control:hosttests-matrix-spurious-reo-wnd-zero
 	w := time.Duration(q.reoMult) * minRTT / 4
 	if q.lastSRTT > 0 && w > q.lastSRTT {
 		w = q.lastSRTT
