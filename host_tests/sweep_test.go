@@ -45,9 +45,16 @@ func sweepPaths() []sweepPath {
 	}
 }
 
-// sweepMiss is why B still trails A on two 0.2 BDP rows: not yet diagnosed.
-// The fix for the ACK that fills a recovery's hole did not move them.
-const sweepMiss = "B trails A after slow start's exit; cause not yet found"
+// sweepMiss is why B still trails A on two 0.2 BDP rows (traced on the
+// wire, 1 ms bins): slow start overshoots into two drop clusters, and in
+// the one recovery that repairs them B's flight, SACKed bytes included,
+// reaches the peer's receive window (1.57-1.61 MB; the receiver's
+// autotuning has not grown it yet), so PRR cannot send its share and the
+// recovery ends with the pipe far under ssthresh (200M 40ms: 761 KB against
+// about 1 MB). ClockPacing then sends that room at cwnd/min_rtt on top of
+// the ACK clock, about twice the bottleneck rate for 10-15 ms, which
+// overflows the queue: a second recovery and a second reduction (A: one).
+const sweepMiss = "the pipe left under ssthresh by a peer-window-limited recovery is paced at cwnd/min_rtt on top of the ACK clock: a second loss"
 
 func fullSweep() []sweepPath {
 	var r []sweepPath
