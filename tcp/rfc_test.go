@@ -281,6 +281,39 @@ func TestOutOfOrderSegmentIsAckedAtOnceWithSACK(t *testing.T) {
 	}
 }
 
+func TestSACKBlockCoversAFINHeldOutOfOrder(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	first := c.peerNxt
+	// The peer's last segment, data and FIN, arrives before the one ahead of it.
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: first + 1460, ack: c.hostNxt,
+		flags: header.TCPFlagAck | header.TCPFlagFin, wnd: 65535, payload: make([]byte, 1000)})
+	a := h.one()
+	if a.ack != first {
+		t.Fatalf("ACK %d, want duplicate ACK %d", a.ack, first)
+	}
+	// The FIN occupies one sequence number: the block ends past it.
+	blocks := a.tcpOpts().SACKBlocks
+	if want := first + 1460 + 1000 + 1; len(blocks) != 1 || uint32(blocks[0].Start) != first+1460 || uint32(blocks[0].End) != want {
+		t.Fatalf("SACK blocks %v, want [%d, %d)", blocks, first+1460, want)
+	}
+	c.wantState(t, tcp.StateEstablished)
+	// The hole fills: the data and the held FIN are taken together.
+	c.send(header.TCPFlagAck, make([]byte, 1460))
+	if a := h.one(); a.ack != first+1460+1000+1 || len(a.tcpOpts().SACKBlocks) != 0 {
+		t.Fatalf("after the repair: ACK %d with SACK %v, want %d and none", a.ack, a.tcpOpts().SACKBlocks, first+2461)
+	}
+	c.wantState(t, tcp.StateCloseWait)
+	if b, err := c.read(t); len(b) != 2460 || err != nil {
+		t.Fatalf("read %d bytes, %v; want 2460", len(b), err)
+	}
+	if _, err := c.read(t); err == nil {
+		t.Fatal("no EOF after the held FIN")
+	} else if _, ok := err.(*tcpip.ErrClosedForReceive); !ok {
+		t.Fatalf("read after the held FIN: %v, want ErrClosedForReceive", err)
+	}
+}
+
 func TestEachSendOpportunityEndsOnOneStopReason(t *testing.T) {
 	// A small peer window: the sender stops on it, never on cwnd.
 	h := newSegHarness(t, tcp.Options{})

@@ -125,6 +125,22 @@ func (e *endpoint) optionBytes() int {
 	return n
 }
 
+// sackEnd is the right edge a SACK block reports for r, a range held out of
+// order: one past the FIN when r runs up to a FIN held with it, since the FIN
+// occupies one sequence number (RFC 9293 §3.4) and a block covers what is
+// held (RFC 2018 §3). A sender that marks only segments a block covers whole
+// would otherwise never mark the data+FIN segment and wait for its RTO when
+// the segment before it is lost. A FIN held with no data ending at it (a bare
+// FIN, or one whose data the store refused) is not reported: the sender
+// retransmits it, which costs one segment and no payload.
+func (e *endpoint) sackEnd(r reasm.Range) uint64 {
+	// control:tcp-sack-fin-not-covered
+	if e.finPending && r.End == e.finOff {
+		return r.End + 1
+	}
+	return r.End
+}
+
 // dataOptions encodes timestamps (TSval at now) and SACK blocks for a
 // non-SYN segment, within budget option bytes: a segment's options and payload together never
 // exceed the MSS (RFC 9293 §3.7.1), so it is never IP-fragmented.
@@ -151,7 +167,7 @@ func (e *endpoint) dataOptions(dst []byte, withSACK bool, budget int, now time.D
 			if k == len(blocks) {
 				break
 			}
-			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, r.Start)), End: seqnum.Value(wire(e.irs, r.End))}
+			blocks[k] = header.SACKBlock{Start: seqnum.Value(wire(e.irs, r.Start)), End: seqnum.Value(wire(e.irs, e.sackEnd(r)))}
 			k++
 		}
 		max := (min(40, budget) - n - 4) / 8

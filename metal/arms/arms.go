@@ -29,7 +29,7 @@ var table = []Arm{
 	{"A", tcp.Options{Arm: cc.ArmA},
 		"Arm: A (RFC 5681 min(N, SMSS) slow start, card stop limited only under one SMSS of room)"},
 	{"B", tcp.Options{Arm: cc.ArmB},
-		"Arm: B (HyStart++ L = 8, half-window card rule)"},
+		"Arm: B (HyStart++ L = 8, half-window card rule, growth past the ACK clock paced)"},
 	{"P", tcp.Options{Arm: cc.ArmB, Pacing: true},
 		"Arm: B, Pacing: true (HyStart++ with L = infinity)"},
 }

@@ -341,7 +341,7 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 			v.Status = Confirmed
 		} else {
 			v.Status = NotConfirmed
-			v.Detail += fmt.Sprintf(": %s is %.1f%% short", r.X, 100*(slow-mX)/slow)
+			v.Detail += shortfall(r.X, mX, slow, unit)
 		}
 		return v
 	case Within:
@@ -513,4 +513,28 @@ func span(v []float64) string {
 		return report.Num(lo)
 	}
 	return report.Num(lo) + "–" + report.Num(hi)
+}
+
+// shortfall says by how much x falls short of floor, with the digits that
+// show it: the shortfall to two significant digits, in percent and in unit,
+// and both values to the same decimals, so a miss the headline's rounding
+// hides (2.35 against 2.35 MB/s) never reads as "0.0% short".
+func shortfall(arm string, x, floor float64, unit string) string {
+	d := floor - x
+	pct := 100 * d / floor
+	dp := decimalsFor(d)
+	// control:metal-judge-shortfall-rounded
+	return fmt.Sprintf(": %s is %s%% short (%s against %s %s, %s %s less)", arm,
+		strconv.FormatFloat(pct, 'f', decimalsFor(pct), 64),
+		strconv.FormatFloat(x, 'f', dp, 64), strconv.FormatFloat(floor, 'f', dp, 64), unit,
+		strconv.FormatFloat(d, 'f', dp, 64), unit)
+}
+
+// decimalsFor is the decimals that show v (> 0) to two significant digits,
+// and at least two.
+func decimalsFor(v float64) int {
+	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 2
+	}
+	return max(2, 1-int(math.Floor(math.Log10(v))))
 }

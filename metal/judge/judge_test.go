@@ -147,6 +147,26 @@ func TestParityIsAtLeastTheSlowestLinuxRow(t *testing.T) {
 	}
 }
 
+// TestParityShortfallShowsTheDigitsThatMissIt: a miss the headline's two
+// decimals hide is still told, to two significant digits of the shortfall,
+// never as "0.0% short".
+func TestParityShortfallShowsTheDigitsThatMissIt(t *testing.T) {
+	r := mustParse(t, "parity: B >= slowest Linux on goodput")
+	for _, c := range []struct {
+		b, linux float64
+		want     string
+	}{
+		{2.34995, 2.35, "B is 0.0021% short (2.349950 against 2.350000 MB/s, 0.000050 MB/s less)"},
+		{5.50, 5.54, "B is 0.72% short (5.500 against 5.540 MB/s, 0.040 MB/s less)"},
+		{8.64, 8.89, "B is 2.81% short (8.64 against 8.89 MB/s, 0.25 MB/s less)"},
+	} {
+		v := Judge(r, rows(map[string][]float64{"B": {c.b, c.b, c.b}, "Linux": {c.linux, c.linux + 0.01}}, "goodput"), nil)
+		if v[0].Status != NotConfirmed || !strings.Contains(v[0].Detail, c.want) || strings.Contains(v[0].Detail, " 0.0% short") {
+			t.Errorf("B %v against %v: got %q, want it to say %q", c.b, c.linux, v[0].Detail, c.want)
+		}
+	}
+}
+
 func TestUnmeasuredMetricIsNotJudged(t *testing.T) {
 	r := mustParse(t, "late: B > A on recv_2s in every pair")
 	rs := []Row{{Arm: "A", Values: map[string]float64{"goodput": 1}}, {Arm: "B", Values: map[string]float64{"goodput": 2}}}

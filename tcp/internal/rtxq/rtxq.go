@@ -71,6 +71,10 @@ type AckResult struct {
 	// acknowledged sooner than the minimum RTT after its retransmission.
 	SpuriousHint bool
 	Delivered    uint64 // bytes newly delivered: CumAcked not SACKed before, plus NewlySacked
+	// DeliveredSegs is the segments newly delivered whole: cumulatively
+	// ACKed and not SACKed before, or newly SACKed. A segment the ACK cuts
+	// is counted when its last byte is delivered.
+	DeliveredSegs int
 	// SpuriousBytes is the retransmitted bytes this ACK shows the peer
 	// already had: reported by a D-SACK, or by a timestamp echo older than
 	// the retransmission (RFC 3522). Each retransmission counts once.
@@ -441,6 +445,8 @@ func (q *Queue) cumAck(res *AckResult, d *delivery, una uint64, echo time.Durati
 		}
 		if s.Sacked {
 			q.sackedSegs--
+		} else {
+			res.DeliveredSegs++
 		}
 		q.unlink(q.idOf(k))
 		*s = Seg{}
@@ -502,6 +508,7 @@ func (q *Queue) sackBlock(res *AckResult, d *delivery, b Range) {
 			}
 			res.NewlySacked += n
 			res.Delivered += n
+			res.DeliveredSegs++
 			q.deliver(d, s, s.End, false)
 			if k := len(fresh); k > 0 && fresh[k-1].End == s.Start {
 				fresh[k-1].End = s.End

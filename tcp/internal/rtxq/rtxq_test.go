@@ -148,7 +148,8 @@ func TestCumulativeAckRemovesAndSplitsSegments(t *testing.T) {
 	q := New(100)
 	sendN(t, q, 0, 5, 10*ms)
 	r := q.OnAck(2500, nil, 60*ms)
-	if r.CumAcked != 2500 || r.Delivered != 2500 || r.NewlySacked != 0 {
+	// The segment the ACK cuts is not delivered whole yet.
+	if r.CumAcked != 2500 || r.Delivered != 2500 || r.NewlySacked != 0 || r.DeliveredSegs != 2 {
 		t.Fatalf("result %+v", r)
 	}
 	if o, _ := q.Oldest(); o.Start != 2500 || o.End != 3000 || q.Len() != 3 {
@@ -191,8 +192,8 @@ func TestSackMarksWholeSegmentsAndClipsHostileBlocks(t *testing.T) {
 	q := New(100)
 	sendN(t, q, 0, 10, 0)
 	r := q.OnAck(0, []Range{{3000, 5000}, {7000, 7500}, {9500, 1 << 62}, {math.MaxUint64 - 5, 3}, {6000, 6000}}, 40*ms)
-	if r.NewlySacked != 2000 || r.Delivered != 2000 {
-		t.Fatalf("result %+v, want 2000 SACKed (7000-7500 is half a segment)", r)
+	if r.NewlySacked != 2000 || r.Delivered != 2000 || r.DeliveredSegs != 2 {
+		t.Fatalf("result %+v, want 2000 SACKed in 2 segments (7000-7500 is half a segment)", r)
 	}
 	if q.SackedBytes() != 2000 {
 		t.Fatalf("sacked %d", q.SackedBytes())
@@ -204,7 +205,7 @@ func TestSackMarksWholeSegmentsAndClipsHostileBlocks(t *testing.T) {
 	}
 	// A cumulative ACK over SACKed data does not count it twice.
 	r = q.OnAck(5000, nil, 50*ms)
-	if r.CumAcked != 5000 || r.Delivered != 3000 || q.SackedBytes() != 0 {
+	if r.CumAcked != 5000 || r.Delivered != 3000 || r.DeliveredSegs != 3 || q.SackedBytes() != 0 {
 		t.Fatalf("cum over sacked: %+v sacked %d", r, q.SackedBytes())
 	}
 	check(t, q)
