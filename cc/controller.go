@@ -33,7 +33,7 @@ type Arm int
 const (
 	// ArmB is the default: HyStart++ with L = 8 (or unlimited when pacing) in
 	// the initial slow start, the half-window card rule, and what goes past
-	// its ACK clock paced at cwnd/min_rtt (ClockPacing).
+	// its ACK clock paced (ClockPacing).
 	ArmB Arm = iota
 	// ArmA is the bench's baseline: RFC 5681 growth min(N, SMSS) in every slow
 	// start and the old card rule (limited only with less than one SMSS of room).
