@@ -33,7 +33,7 @@ type Arm int
 const (
 	// ArmB is the default: HyStart++ with L = 8 (or unlimited when pacing) in
 	// the initial slow start, the half-window card rule, and what goes past
-	// its ACK clock paced at cwnd/min_rtt (ClockPacing).
+	// its ACK clock paced (ClockPacing).
 	ArmB Arm = iota
 	// ArmA is the bench's baseline: RFC 5681 growth min(N, SMSS) in every slow
 	// start and the old card rule (limited only with less than one SMSS of room).
@@ -326,10 +326,13 @@ func (c *Controller) PacingRate(srtt, minRTT time.Duration) float64 {
 // once, as the ACK clock releases it, and so may a burst of up to burst
 // bytes more (the initial window, which RFC 6928 lets a sender put into the
 // path at once); the rest (slow start's growth, or the room a window update
-// or the end of a recovery opened) leaves at rate bytes per second:
-// cwnd/min_rtt, one round's slow-start growth (at most a window, as slow
-// start doubles it) over one round trip. rate 0 means unpaced: arm A, a
-// Pacing sender (PacingRate paces all it sends), or no RTT yet.
+// or the end of a recovery opened) leaves at rate bytes per second. In slow
+// start that is cwnd/min_rtt, one round's growth (at most a window, as slow
+// start doubles it) over one round trip. After it, it is what tops the ACK
+// clock (the flight over srtt, or over min_rtt without an SRTT) up to
+// cwnd/min_rtt, and at least an initial window per min_rtt for CUBIC's
+// growth. rate 0 means unpaced: arm A, a Pacing sender (PacingRate paces
+// all it sends), or no RTT yet.
 //
 // Why: unpaced, each slow-start ACK sends what it delivered plus as much
 // again, so a round's flight leaves as trains at twice the bottleneck rate,
@@ -342,19 +345,29 @@ func (c *Controller) PacingRate(srtt, minRTT time.Duration) float64 {
 // the growth fills the gaps between the trains instead. After the exit,
 // the same pacer spreads the burst a recovery's last cumulative ACK opens
 // when the peer's window held the sender back during the recovery, which
-// overflowed the queue a second time (100 Mbit/s, 40 ms, 0.2 BDP).
+// overflowed the queue a second time (100 Mbit/s, 40 ms, 0.2 BDP). That
+// room is topped up, not paced at cwnd/min_rtt on top of the clock: when
+// the peer's window held a recovery short, it ended with the pipe far under
+// ssthresh (200 Mbit/s, 40 ms, 0.2 BDP: 761 KB against about 1 MB), and
+// clock plus cwnd/min_rtt sent the room at twice the bottleneck rate for
+// 15 ms, a second loss and a second reduction.
 //
 // RFC 9406 §4.3 recommends pacing a HyStart++ sender; this paces only what
 // the ACK clock did not release, which sends nothing sooner than unpaced B
 // would. L = 8 still bounds the growth per ACK, the card rule is the gate's
 // as before, and a stretch ACK still releases its segments at once (the t14
 // ramp).
-func (c *Controller) ClockPacing(minRTT time.Duration) (rate float64, burst int) {
+func (c *Controller) ClockPacing(minRTT, srtt time.Duration, inFlight int) (rate float64, burst int) {
 	// control:hosttests-shallow-arm-b-unpaced
 	if c.pacing || c.arm != ArmB || minRTT <= 0 {
 		return 0, c.iw
 	}
-	return float64(c.cwnd) / minRTT.Seconds(), c.iw
+	if c.InSlowStart() {
+		return float64(c.cwnd) / minRTT.Seconds(), c.iw
+	}
+	// control:cc-clock-pacing-on-top-of-the-clock
+	clock := float64(inFlight) / max(srtt, minRTT).Seconds()
+	return max(float64(c.cwnd)/minRTT.Seconds()-clock, float64(c.iw)/minRTT.Seconds()), c.iw
 }
 
 // OnSendStop records how the last send opportunity ended and the bytes in

@@ -396,7 +396,7 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 		return false
 	}
 	if e.clockPaced {
-		rate, burst := e.ctl.ClockPacing(e.est.MinRTT())
+		rate, burst := e.ctl.ClockPacing(e.est.MinRTT(), e.est.SRTT(), int(e.q.InFlight()))
 		e.pace.SetRate(rate, e.paceBytes(burst))
 	} else {
 		e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
