@@ -226,7 +226,6 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 		RTT: sample, SRTT: srtt, InFlight: int(e.q.InFlight()),
 	})
 	delivered := res.Delivered + dupDelivered
-	// control:tcp-clock-credit-counts-sacked-twice
 	e.creditClock(delivered)
 	e.rec.OnDelivered(delivered, e.q.InFlight(), uint64(e.ctl.Ssthresh()))
 	if e.rec.MaybeEnd(e.sndUna) {
