@@ -128,14 +128,8 @@ func TestUnansweredRetransmissionsGiveUpAfterTheBudget(t *testing.T) {
 // (D-SACK, RFC 2883): its original was only late. The other four were real
 // losses, so the reduction stands (RFC 9438 §4.9 undoes only a spurious event).
 func TestOneDSACKAmongRealLossesKeepsTheReduction(t *testing.T) {
-	h := newSegHarness(t, tcp.Options{InitialWindow: 20})
-	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	// An RTT sample first.
-	c.sampleRTT(t, 10*time.Millisecond)
-	c.flight(t, 20, 20)
-	h.clk.RunFor(10 * time.Millisecond)
-	base := c.hostNxt
-	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	h, c, seg := sackFlight(t, 20, 20)
+	base := seg(0)
 	// Segments 5..19 arrive; 0..4 do not.
 	for i := 5; i < 20; i++ {
 		c.ackWith(base, sackOption(seg(5), seg(i+1)))
@@ -339,13 +333,8 @@ func TestPartialAckRetransmitsTheNextHoleWithoutSACK(t *testing.T) {
 // of a resend and the flight waited for the RTO (issue 10's "100M 1ms deep"
 // row: a lost fast retransmission at the tail of a transfer cost 200 ms).
 func TestLossProbeInRecoveryResendsTheSegmentAtSndUna(t *testing.T) {
-	h := newSegHarness(t, tcp.Options{InitialWindow: 10})
-	c := h.accept(80, synOptions(1460, 7, true, false, 0))
-	c.sampleRTT(t, 10*time.Millisecond)
-	c.flight(t, 6, 6)
-	h.clk.RunFor(10 * time.Millisecond)
-	base := c.hostNxt
-	seg := func(i int) uint32 { return base + uint32(i*1460) }
+	h, c, seg := sackFlight(t, 10, 6)
+	base := seg(0)
 	// Segments 1..3 arrive, 0 and the tail 4..5 do not: RACK marks 0 lost
 	// and its fast retransmission goes (and is lost too).
 	for i := 1; i <= 3; i++ {
@@ -365,4 +354,18 @@ func TestLossProbeInRecoveryResendsTheSegmentAtSndUna(t *testing.T) {
 	if len(probe) != 1 || probe[0].seq != base || len(probe[0].payload) != 1460 {
 		t.Fatalf("probe %+v, want a resend of the segment at SND.UNA [%d, +1460)", probe, base)
 	}
+}
+
+// sackFlight opens a SACK connection whose cwnd is iw segments, gives it an
+// RTT sample of 10 ms, sends n full segments and lets 10 ms pass; seg(i) is
+// segment i's sequence number.
+func sackFlight(t *testing.T, iw, n int) (*segHarness, *conn, func(i int) uint32) {
+	t.Helper()
+	h := newSegHarness(t, tcp.Options{InitialWindow: iw})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c.sampleRTT(t, 10*time.Millisecond)
+	c.flight(t, n, n)
+	h.clk.RunFor(10 * time.Millisecond)
+	base := c.hostNxt
+	return h, c, func(i int) uint32 { return base + uint32(i*1460) }
 }
