@@ -433,8 +433,7 @@ func (e *endpoint) retransmit(start, end uint64, fin bool, now time.Duration) {
 	if start == e.sndUna && !e.tlpArmed {
 		e.tRtx.armAt(now, e.est.RTO())
 	}
-	prev, _ := e.q.Seg(start)
-	e.q.Retransmitted(start, now)
+	prev, _ := e.q.Retransmitted(start, now)
 	e.rec.OnSent(end-start, true)
 	e.sendData(start, end, fin, &prev, now)
 	if e.pace != nil {

@@ -244,15 +244,17 @@ func (q *Queue) find(off uint64) int {
 
 // Retransmitted records that the segment starting at start was sent again at
 // now (a time before the previous send's is taken as that send's). An offset
-// that starts no held segment is ignored.
-func (q *Queue) Retransmitted(start uint64, now time.Duration) {
+// that starts no held segment is ignored. It returns the segment as it was
+// before this send, and whether there was one.
+func (q *Queue) Retransmitted(start uint64, now time.Duration) (Seg, bool) {
 	l := q.live()
 	i := q.find(start)
 	if i >= len(l) || l[i].Start != start {
-		return
+		return Seg{}, false
 	}
 	id := q.idOf(i)
 	s := &l[i]
+	prev := *s
 	now = q.sent(now)
 	s.Retrans++
 	s.PrevSent, s.LastSent = s.LastSent, now
@@ -268,6 +270,7 @@ func (q *Queue) Retransmitted(start uint64, now time.Duration) {
 		q.link(id)
 	}
 	q.remember(Range{Start: s.Start, End: s.End}, now)
+	return prev, true
 }
 
 // SetInRecovery tells the queue whether the sender is in fast or RTO
