@@ -285,7 +285,7 @@ func (e *endpoint) handleSynSent(s *segment, now time.Duration) {
 		e.maxSndWnd = e.sndWnd
 		e.sndWL1, e.sndWL2 = 0, 1
 		e.established(now)
-		e.ackNow = true
+		e.owe(ackHandshake)
 		e.finishInput(now)
 		return
 	}

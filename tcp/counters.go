@@ -20,6 +20,8 @@ type stats struct {
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
 	dropSynTimeout                                                 *counters.Counter
 
+	acks [numAckReasons]*counters.Counter // pure ACKs sent, by reason (ackreason.go)
+
 	cc *cc.Counters
 }
 
@@ -71,6 +73,7 @@ func newStats(r *counters.Registry) *stats {
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
 		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
 
-		cc: cc.NewCounters(r),
+		acks: newAckCounters(r),
+		cc:   cc.NewCounters(r),
 	}
 }

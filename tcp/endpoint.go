@@ -164,9 +164,9 @@ type endpoint struct {
 	finPending  bool // a FIN arrived out of order at finOff
 	rdShut      bool
 	wrShut      bool
-	ackPending  int // full segments received since the last ACK
-	ackCount    int // segments toward the next every-second-segment ACK (receiveInOrder)
-	ackNow      bool
+	ackPending  int       // full segments received since the last ACK
+	ackCount    int       // segments toward the next every-second-segment ACK (receiveInOrder)
+	ackNow      ackReason // an ACK owed at once, and why (ackreason.go)
 	delackArmed bool
 	sackBlocks  []reasm.Range
 	dsack       *reasm.Range

@@ -32,8 +32,8 @@ func Deliver(ep tcpip.Endpoint, pkt *stack.PacketBuffer) {
 	}
 	e.mu.Lock()
 	e.handleSegment(&s)
-	if e.ackNow && e.state.synchronized() {
-		e.sendAck()
+	if e.ackNow != ackNone && e.state.synchronized() {
+		e.sendAck(ackNone)
 	}
 	e.dropOutbox()
 	e.unlock()

@@ -40,8 +40,8 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 	} else {
 		e.handleSegment(&s)
 		// Checks that drop a segment may still owe the peer an ACK.
-		if e.ackNow && (e.state.synchronized() || e.state == StateSynRcvd) {
-			e.sendAck()
+		if e.ackNow != ackNone && (e.state.synchronized() || e.state == StateSynRcvd) {
+			e.sendAck(ackNone)
 		}
 	}
 	e.unlock()
@@ -245,11 +245,11 @@ func (e *endpoint) handleText(s *segment, opts *header.TCPOptions, segOff uint64
 	case StateCloseWait, StateClosing, StateLastAck:
 		// The peer's FIN is already in: retransmissions are acknowledged.
 		if s.logicalLen() > 0 {
-			e.ackNow = true
+			e.owe(ackFin)
 		}
 	case StateTimeWait:
 		if fin {
-			e.ackNow = true
+			e.owe(ackFin)
 			e.tWait.arm(e.p.opts.TimeWait)
 		}
 	}
@@ -262,7 +262,7 @@ func (e *endpoint) finishInput(now time.Duration) {
 		return
 	}
 	e.outputAt(now)
-	if e.ackNow {
+	if e.ackNow != ackNone {
 		e.sendFlagsAt(header.TCPFlagAck, e.sndNxt, now)
 	} else if e.ackPending > 0 && !e.tDelack.armed() {
 		e.tDelack.armAt(now, e.p.opts.DelayedAck)

@@ -45,8 +45,11 @@ func (e *endpoint) sendSYN() {
 }
 
 // sendAck sends a pure ACK now, with SACK blocks, and cancels a pending
-// delayed ACK.
-func (e *endpoint) sendAck() { e.sendFlags(header.TCPFlagAck, e.sndNxt) }
+// delayed ACK; it is counted for the reason already owed, else for why.
+func (e *endpoint) sendAck(why ackReason) {
+	e.owe(why)
+	e.sendFlags(header.TCPFlagAck, e.sndNxt)
+}
 
 // sendFlags sends a segment without data at sequence offset seq.
 func (e *endpoint) sendFlags(flags header.TCPFlags, seq uint64) { e.sendFlagsAt(flags, seq, e.now()) }
@@ -63,17 +66,26 @@ func (e *endpoint) sendFlagsAt(flags header.TCPFlags, seq uint64, now time.Durat
 	if flags&header.TCPFlagAck != 0 {
 		ack = wire(e.irs, e.rcvNxt)
 		wnd = e.rcvWindow()
-		e.lastAckSent = e.rcvNxt
-		e.ackPending = 0
-		e.ackNow = false
-		e.dsack = nil
-		e.tDelack.stop()
+		if flags&header.TCPFlagRst == 0 && e.ackNow != ackNone {
+			e.p.st.acks[e.ackNow].Inc()
+		}
+		e.ackCarried()
 	}
 	if flags&header.TCPFlagRst != 0 {
 		wnd = 0
 	}
 	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, seq), ack, flags, wnd, opts, buffer.Buffer{})
 	e.queue(outSeg{pkt: pkt, start: seq, end: seq, isRst: flags&header.TCPFlagRst != 0})
+}
+
+// ackCarried notes a segment built with our ACK of RCV.NXT: no ACK is owed
+// or delayed any more.
+func (e *endpoint) ackCarried() {
+	e.lastAckSent = e.rcvNxt
+	e.ackPending = 0
+	e.ackNow = ackNone
+	e.dsack = nil
+	e.tDelack.stop()
 }
 
 // sendData builds one segment of [start, end) sequence offsets from the send
@@ -101,11 +113,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 	}
 	wnd := e.rcvWindow()
 	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
-	e.lastAckSent = e.rcvNxt
-	e.ackPending = 0
-	e.ackNow = false
-	e.dsack = nil
-	e.tDelack.stop()
+	e.ackCarried()
 	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt,
 		noDF: e.mayFragment(n + len(opts))}
 	if rtx {
@@ -374,8 +382,8 @@ func (e *endpoint) waitCredit() {
 		e.mu.Lock()
 		e.cancelCredit = nil
 		e.output()
-		if e.ackNow && e.state.synchronized() {
-			e.sendAck() // an ACK the card refused
+		if e.ackNow != ackNone && e.state.synchronized() {
+			e.sendAck(ackNone) // an ACK the card refused
 		}
 		e.unlock()
 	})
@@ -464,7 +472,7 @@ func (e *endpoint) refused(segs []outSeg) {
 			e.rec.OnRefused(true)
 		}
 		if s.end == s.start && !s.isRst {
-			e.ackNow = true
+			e.ackNow = ackRefused
 		}
 	}
 	// control:tcp-card-refusal-counted-in-flight

@@ -33,7 +33,7 @@ const (
 func (e *endpoint) owedAck(s *segment, segOff uint64, now time.Duration) {
 	carries := (len(s.payload) > 0 || s.has(header.TCPFlagFin)) && !s.has(header.TCPFlagSyn)
 	if carries && segOff <= e.rcvNxt && e.rcvNxt-segOff <= uint64(e.p.opts.ReceiveBufferMax) {
-		e.ackNow = true
+		e.owe(ackDuplicate)
 		return
 	}
 	e.limitedAck(now)
@@ -43,7 +43,7 @@ func (e *endpoint) owedAck(s *segment, segOff uint64, now time.Duration) {
 // unacceptable segment less than invalidAckInterval ago.
 func (e *endpoint) limitedAck(now time.Duration) {
 	if e.p.mayAnswer(&e.invalidAcks, false, now) {
-		e.ackNow = true
+		e.owe(ackInvalid)
 	}
 }
 
@@ -51,7 +51,7 @@ func (e *endpoint) limitedAck(now time.Duration) {
 // the stack's limits (§7).
 func (e *endpoint) challengeAck(now time.Duration) {
 	if e.p.mayAnswer(&e.invalidAcks, true, now) {
-		e.sendAck()
+		e.sendAck(ackInvalid)
 	}
 }
 

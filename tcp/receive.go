@@ -39,14 +39,14 @@ func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin
 		if err != nil || stored < len(payload) {
 			e.p.st.dropOOOFull.Add(uint64(len(payload) - stored))
 		}
-		e.ackNow = true // out of order: ACK at once with SACK (RFC 5681 §4.2)
+		e.owe(ackOutOfOrder) // out of order: ACK at once with SACK (RFC 5681 §4.2)
 	}
 	if e.finPending && e.finOff == e.rcvNxt {
 		e.takeFin()
 	}
 	if e.ackCount >= e.p.opts.StretchAck || e.p.opts.DelayedAck < 0 {
 		e.ackCount = 0
-		e.ackNow = true
+		e.owe(ackEverySecond)
 	}
 }
 
@@ -59,7 +59,7 @@ func (e *endpoint) trimToWindow(segOff uint64, payload []byte, fin bool) (uint64
 		if e.sackOK {
 			e.dsack = &reasm.Range{Start: dataOff, End: e.rcvNxt}
 		}
-		e.ackNow = true
+		e.owe(ackDuplicate)
 		if cut >= uint64(len(payload)) {
 			payload = nil
 		} else {
@@ -93,7 +93,7 @@ func (e *endpoint) receiveInOrder(payload []byte, view *buffer.View) {
 	e.rcvNxt += uint64(len(payload))
 	if hadHoles {
 		e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
-		e.ackNow = true // a hole filled: ACK at once (RFC 5681 §4.2)
+		e.owe(ackHoleFilled) // a hole filled: ACK at once (RFC 5681 §4.2)
 	}
 	// The every-second-segment count runs over the segments as they come,
 	// not since the last ACK: an ACK sent out of turn (a short segment's, a
@@ -108,7 +108,7 @@ func (e *endpoint) receiveInOrder(payload []byte, view *buffer.View) {
 	e.ackCount++
 	if len(payload) < e.smss && len(payload) < e.ourMSS()-40 {
 		// Short segments are not delayed past the peer's Nagle.
-		e.ackNow = true
+		e.owe(ackShort)
 	}
 	e.notify |= waiterReadable
 }
@@ -119,7 +119,7 @@ func (e *endpoint) takeFin() {
 	e.finPending = false
 	e.finRcvd = true
 	e.rcvNxt++
-	e.ackNow = true
+	e.owe(ackFin)
 	e.notify |= waiterReadable | waiterHUpIfDone
 	switch e.state {
 	case StateEstablished:
@@ -241,7 +241,7 @@ func (e *endpoint) consumed(n int) {
 		free = maxW
 	}
 	if !e.finRcvd && free >= 2*old && free-old >= uint64(e.smss) {
-		e.sendAck()
+		e.sendAck(ackWindow)
 	}
 }
 

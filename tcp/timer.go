@@ -118,8 +118,8 @@ func (e *endpoint) onLingerTimer() {
 // next one's segments are counted from the first (receiveInOrder).
 func (e *endpoint) onDelackTimer() {
 	e.ackCount = 0
-	if e.state.synchronized() && (e.ackPending > 0 || e.ackNow) {
-		e.sendAck()
+	if e.state.synchronized() && (e.ackPending > 0 || e.ackNow != ackNone) {
+		e.sendAck(ackDelayed)
 	}
 }
 
@@ -221,6 +221,7 @@ func (e *endpoint) onKeepaliveTimer() {
 	}
 	e.kaProbes++
 	// RFC 9293 §3.8.4: a keepalive is a segment with SEG.SEQ = SND.NXT-1.
+	e.owe(ackProbe)
 	e.sendFlags(header.TCPFlagAck, e.sndNxt-1)
 	e.tKeep.arm(e.kaIntvl)
 }
@@ -313,6 +314,7 @@ func (e *endpoint) onPersistTimer() {
 	if e.persistBackoff < 8 {
 		e.persistBackoff++
 	}
+	e.owe(ackProbe)
 	e.sendFlags(header.TCPFlagAck, e.sndUna-1)
 	e.armPersist()
 }
@@ -321,7 +323,7 @@ func (e *endpoint) onPersistTimer() {
 func (e *endpoint) onPaceTimer() {
 	e.pacingWait = false
 	e.output()
-	if e.ackNow && e.state.synchronized() {
-		e.sendAck()
+	if e.ackNow != ackNone && e.state.synchronized() {
+		e.sendAck(ackNone)
 	}
 }

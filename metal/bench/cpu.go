@@ -15,6 +15,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 
+	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/stack"
 )
 
@@ -49,6 +50,9 @@ type CPUResult struct {
 	// shared IP and link layer costs the same per packet for either TCP.
 	Packets      uint64
 	PacketsPerMB float64
+	// Acks is this TCP's pure ACKs of both stacks by reason (tcp.acks.sent.*,
+	// without the prefix); empty for gVisor's TCP, which has no such counters.
+	Acks counters.Snapshot
 }
 
 // CPU runs, for each GOMAXPROCS and MTU, this TCP and then gVisor's.
@@ -132,8 +136,19 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, 
 	ipSent := func() uint64 {
 		return src.Gvisor().Stats().IP.PacketsSent.Value() + dst.Gvisor().Stats().IP.PacketsSent.Value()
 	}
+	acks := func() counters.Snapshot {
+		s := counters.Snapshot{}
+		for _, st := range []*stack.Stack{src, dst} {
+			for name, v := range st.Counters().Snapshot() {
+				if r, ok := strings.CutPrefix(name, "tcp.acks.sent."); ok {
+					s[r] += v
+				}
+			}
+		}
+		return s
+	}
 	runtime.GC()
-	pk0 := ipSent()
+	pk0, acks0 := ipSent(), acks()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
@@ -162,7 +177,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, 
 	if received != n {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
-	r := CPUResult{TCP: name, MTU: mtu, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0}
+	r := CPUResult{TCP: name, MTU: mtu, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
 	mb := float64(n) / 1e6
 	r.MBps = mb / wall.Seconds()
 	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
@@ -216,7 +231,26 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 			fmt.Fprintf(tw, "%d\t%d\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, k.mtu, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	printed := false
+	for _, r := range rs {
+		if len(r.Acks) == 0 {
+			continue
+		}
+		printed = true
+		fmt.Fprintf(w, "\n%d core(s), MTU %d, %s pure ACKs per MB by reason:", r.Procs, r.MTU, r.TCP)
+		for _, name := range r.Acks.Names() {
+			if v := r.Acks[name]; v > 0 {
+				fmt.Fprintf(w, " %s %.3g", name, float64(v)/(float64(r.Bytes)/1e6))
+			}
+		}
+	}
+	if printed {
+		fmt.Fprintln(w)
+	}
+	return nil
 }
 
 func ratio(a, b float64) string {
