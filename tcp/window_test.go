@@ -3,6 +3,7 @@ package tcp_test
 import (
 	"testing"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"github.com/netramp/netramp/tcp"
@@ -64,5 +65,43 @@ func TestAdvertisedRightEdgeNeverMovesLeft(t *testing.T) {
 	}
 	if n := h.count("tcp.rcv.edge-retreats"); n != 0 {
 		t.Errorf("tcp.rcv.edge-retreats = %d, want 0 with the spare unspent", n)
+	}
+}
+
+// readN reads at most n bytes from c.
+func (c *conn) readN(t *testing.T, n int) int {
+	t.Helper()
+	w := tcpip.SliceWriter(make([]byte, n))
+	res, err := c.ep.Read(&w, tcpip.ReadOptions{})
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return res.Count
+}
+
+// TestReadSendsWindowUpdateOnlyOnceTwoSegmentsFit: with the window closed, a
+// read that opens it by less than two full segments sends nothing (the
+// receiver SWS avoidance of RFC 9293 §3.8.6.2.2, at two segments); the read
+// that brings the opening to two segments sends one window update offering
+// it.
+func TestReadSendsWindowUpdateOnlyOnceTwoSegmentsFit(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{ReceiveBufferMax: 16384})
+	c := h.accept(80, synOptions(1460, -1, true, false, 0))
+	edge := c.peerNxt + 0xffff
+	for int32(edge-c.peerNxt) > 0 {
+		c.send(header.TCPFlagAck, make([]byte, min(1460, int(edge-c.peerNxt))))
+		for _, s := range h.out() {
+			edge = s.ack + uint32(s.wnd)
+		}
+	}
+	c.readN(t, 1460+730)
+	h.none()
+	c.readN(t, 730)
+	a := h.one()
+	if a.ack != c.peerNxt || a.wnd < 2*1460 {
+		t.Fatalf("window update ack %d wnd %d, want ack %d and a window of two segments or more", a.ack, a.wnd, c.peerNxt)
+	}
+	if n := h.count("tcp.acks.sent.window-update"); n != 1 {
+		t.Errorf("tcp.acks.sent.window-update = %d, want 1", n)
 	}
 }
