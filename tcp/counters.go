@@ -20,7 +20,8 @@ type stats struct {
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
 	dropSynTimeout                                                 *counters.Counter
 
-	acks [numAckReasons]*counters.Counter // pure ACKs sent, by reason (ackreason.go)
+	acks          [numAckReasons]*counters.Counter // pure ACKs sent, by reason (ackreason.go)
+	acksCoalesced *counters.Counter
 
 	cc *cc.Counters
 }
@@ -73,7 +74,8 @@ func newStats(r *counters.Registry) *stats {
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
 		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
 
-		acks: newAckCounters(r),
-		cc:   cc.NewCounters(r),
+		acks:          newAckCounters(r),
+		acksCoalesced: m("tcp.acks.coalesced", "every-second ACKs not sent because segments arrived during a flush: one ACK follows for them all (coalesce.go)"),
+		cc:            cc.NewCounters(r),
 	}
 }

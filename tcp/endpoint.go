@@ -167,6 +167,7 @@ type endpoint struct {
 	ackPending  int       // full segments received since the last ACK
 	ackCount    int       // segments toward the next every-second-segment ACK (receiveInOrder)
 	ackNow      ackReason // an ACK owed at once, and why (ackreason.go)
+	ackHeld     bool      // an every-second ACK held for the flush under way (coalesce.go)
 	delackArmed bool
 	sackBlocks  []reasm.Range
 	dsack       *reasm.Range
@@ -223,7 +224,13 @@ func (e *endpoint) now() time.Duration { return e.p.now() }
 func (e *endpoint) unlock() {
 	if !e.flushing {
 		e.flushing = true
-		for len(e.outbox) > 0 {
+		for {
+			if len(e.outbox) == 0 && e.ackHeld {
+				e.sendHeldAck() // the backlog has drained: one ACK for it
+			}
+			if len(e.outbox) == 0 {
+				break
+			}
 			batch := e.outbox
 			e.outbox = e.spare[:0]
 			pa := *e.pathOf()

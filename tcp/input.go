@@ -262,9 +262,9 @@ func (e *endpoint) finishInput(now time.Duration) {
 		return
 	}
 	e.outputAt(now)
-	if e.ackNow != ackNone {
+	if e.ackNow != ackNone && !e.holdAck() {
 		e.sendFlagsAt(header.TCPFlagAck, e.sndNxt, now)
-	} else if e.ackPending > 0 && !e.tDelack.armed() {
+	} else if e.ackPending > 0 && !e.ackHeld && !e.tDelack.armed() {
 		e.tDelack.armAt(now, e.p.opts.DelayedAck)
 	}
 }

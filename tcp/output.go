@@ -78,12 +78,13 @@ func (e *endpoint) sendFlagsAt(flags header.TCPFlags, seq uint64, now time.Durat
 	e.queue(outSeg{pkt: pkt, start: seq, end: seq, isRst: flags&header.TCPFlagRst != 0})
 }
 
-// ackCarried notes a segment built with our ACK of RCV.NXT: no ACK is owed
-// or delayed any more.
+// ackCarried notes a segment built with our ACK of RCV.NXT: no ACK is owed,
+// held or delayed any more.
 func (e *endpoint) ackCarried() {
 	e.lastAckSent = e.rcvNxt
 	e.ackPending = 0
 	e.ackNow = ackNone
+	e.ackHeld = false
 	e.dsack = nil
 	e.tDelack.stop()
 }

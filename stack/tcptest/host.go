@@ -39,6 +39,10 @@ type Link struct {
 	Refused int  // frames refused so far
 	Credit  int  // the TxFree reported; 0 means unlimited
 	Full    bool // the ring has no room: TxFree reports 0 whatever Credit says
+	// OnWrite, if set, runs after each write the link takes, on the
+	// writer's goroutine: what it injects arrives nested in that write, as
+	// on a link that delivers synchronously (gVisor's pipe).
+	OnWrite func()
 	waiters []func()
 }
 
@@ -48,7 +52,11 @@ func (l *Link) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 		l.Refused += pkts.Len()
 		return 0, &tcpip.ErrNoBufferSpace{}
 	}
-	return l.Endpoint.WritePackets(pkts)
+	n, err := l.Endpoint.WritePackets(pkts)
+	if l.OnWrite != nil {
+		l.OnWrite()
+	}
+	return n, err
 }
 
 // TxCredit implements nic.CreditLink.
