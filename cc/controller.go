@@ -445,7 +445,7 @@ func (c *Controller) hystartAck(a Ack, acked int, limited bool) {
 	if limited {
 		c.cwnd += min(c.hs.growth(acked, c.smss), maxWindow-c.cwnd)
 	}
-	ev := c.hs.onRTT(a.RTT)
+	ev := c.hs.onRTT(a.RTT, acked, c.smss)
 	if ev.entered {
 		c.counters.CSS.Inc()
 	}

@@ -84,11 +84,11 @@ func TestArmAGrowsByOneSegmentInInitialSlowStart(t *testing.T) {
 	}
 }
 
-func TestPacingKeepsLAtEightSegmentsPerAck(t *testing.T) {
+func TestPacedStretchAckGrowsByAllItDelivers(t *testing.T) {
 	s := newSim(t, Config{Pacing: true})
 	s.fill()
-	if g := s.ack(34*smss, 0); g != 8*smss {
-		t.Fatalf("paced stretch ACK grew %d, want %d (L = 8 for a paced sender too)", g, 8*smss)
+	if g := s.ack(34*smss, 0); g != 34*smss {
+		t.Fatalf("paced stretch ACK grew %d, want %d (L = infinity for a paced sender)", g, 34*smss)
 	}
 }
 

@@ -160,21 +160,24 @@ func TestNegativeInFlightIsClamped(t *testing.T) {
 }
 
 func TestHugeValuesAreClampedToMaxWindow(t *testing.T) {
-	c, _ := New(Config{SMSS: smss, Pacing: true})
-	// L caps each ACK's growth at 8 segments, so the bound takes many ACKs.
-	for i := 0; i < 2*maxWindow/(hsL*smss) && c.Cwnd() < maxWindow; i++ {
-		c.OnAck(Ack{Acked: math.MaxInt, SndUna: 1, SndNxt: 1 << 62})
+	// Unpaced, L caps each ACK's growth at 8 segments, so the bound takes
+	// many ACKs; paced (L = infinity), one.
+	for _, paced := range []bool{false, true} {
+		c, _ := New(Config{SMSS: smss, Pacing: paced})
+		for i := 0; i < 2*maxWindow/(hsL*smss) && c.Cwnd() < maxWindow; i++ {
+			c.OnAck(Ack{Acked: math.MaxInt, SndUna: 1, SndNxt: 1 << 62})
+		}
+		if c.Cwnd() != maxWindow {
+			t.Fatalf("paced %v: cwnd %d after a huge ACK, want the bound %d", paced, c.Cwnd(), maxWindow)
+		}
+		c.OnCongestion(0, math.MaxInt)
+		if c.Ssthresh() > maxWindow || c.Cwnd() > maxWindow {
+			t.Fatalf("paced %v: ssthresh %d cwnd %d", paced, c.Ssthresh(), c.Cwnd())
+		}
+		c.OnRecoveryEnd(0)
+		c.OnAck(Ack{Now: math.MaxInt64, Acked: math.MaxInt, SndUna: 1 << 62, SndNxt: 1 << 62, RTT: math.MaxInt64, SRTT: math.MaxInt64})
+		checkInvariants(t, c, "huge CA ACK")
 	}
-	if c.Cwnd() != maxWindow {
-		t.Fatalf("cwnd %d after a huge ACK, want the bound %d", c.Cwnd(), maxWindow)
-	}
-	c.OnCongestion(0, math.MaxInt)
-	if c.Ssthresh() > maxWindow || c.Cwnd() > maxWindow {
-		t.Fatalf("ssthresh %d cwnd %d", c.Ssthresh(), c.Cwnd())
-	}
-	c.OnRecoveryEnd(0)
-	c.OnAck(Ack{Now: math.MaxInt64, Acked: math.MaxInt, SndUna: 1 << 62, SndNxt: 1 << 62, RTT: math.MaxInt64, SRTT: math.MaxInt64})
-	checkInvariants(t, c, "huge CA ACK")
 }
 
 func TestTimeGoingBackwardsDoesNotShrinkOrBreakCwnd(t *testing.T) {

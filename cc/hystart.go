@@ -22,14 +22,20 @@ const (
 	// control:host-hystart-never-exits
 	// control:hosttests-stretch-css-never-completes
 	hsCSSRounds = 5
-	// hsL is L, the per-ACK growth cap in segments, for every sender.
-	// Departure from RFC 9406 §4.3, which lets a pacing sender use
-	// L = infinity: with stretch ACKs (16 segments or more an ACK) that
-	// doubles the flight a round, and the RTT samples carry the peer's ACK
-	// hold as noise, so the delay exit sees the queue a round late; measured
-	// on 100 Mbit/s, 50 ms, one ACK per 16 segments and a 1 BDP queue, the
-	// largest burst of drops was 225 KB with L = infinity against 6 KB with
-	// L = 8. It is safe: it grows no faster than the RFC allows.
+	// hsL is L, the per-ACK growth cap in segments, for the ACK-clocked
+	// arm B: RFC 9406 §4.3's L = 8 for a sender that does not pace. Arm B
+	// keeps it on stretch ACKs, where a 16-segment ACK grows 8 (1.5× a
+	// round, not slow start's doubling): the t14 model is fitted to metal
+	// rows measured with it, and a larger L leaves that fit (L = 12: B's
+	// 100 ms mark 4.16 MB against the fit's 1.58–4.12).
+	//
+	// The paced arm P uses L = infinity, as §4.3 recommends, with its delay
+	// check counting a stretch ACK as the ACKs it stands for (onRTT).
+	// Counted one sample an ACK, a round of 16-segment ACKs held too few
+	// samples to check before the doubled flight had filled the queue:
+	// measured on 100 Mbit/s, 50 ms, one ACK per 16 segments and a 1 BDP
+	// queue, 145 KB dropped in one burst with L = infinity; with the count,
+	// none.
 	// control:cc-l-one
 	// control:hosttests-matrix-arm-b-never-grows
 	hsL   = 8
@@ -93,18 +99,31 @@ func (h *hystart) startRoundIfNone(sndNxt uint64) {
 	}
 }
 
-// growth is the ACK's cwnd increase: min(N, L·SMSS) in slow start, a quarter
-// of that in CSS with the remainder carried, so CSS's growth over many ACKs is
-// exactly a quarter of slow start's (RFC 9406 §4.2).
+// growth is the ACK's cwnd increase: min(N, L·SMSS) in slow start (N for a
+// paced sender, L = infinity), a quarter of that in CSS with the remainder
+// carried, so CSS's growth over many ACKs is exactly a quarter of slow
+// start's (RFC 9406 §4.2).
 func (h *hystart) growth(acked, smss int) int {
-	// control:hosttests-stretch-ack-growth-unlimited
-	g := min(acked, hsL*smss)
+	g := acked
+	// control:hosttests-paced-growth-capped
+	if !h.paced {
+		g = min(acked, hsL*smss)
+	}
 	if !h.css {
 		return g
 	}
 	g += h.cssRemainder
 	h.cssRemainder = g % hsCSSGrowthDiv
 	return g / hsCSSGrowthDiv
+}
+
+// samplesIn is how many RTT samples an ACK of acked bytes counts as (onRTT).
+func (h *hystart) samplesIn(acked, smss int) int {
+	// control:hosttests-stretch-samples-counted-per-ack
+	if !h.paced {
+		return 1
+	}
+	return max(1, min(acked/(2*smss), hsNRTTSample))
 }
 
 // recentMin is the minimum of the round's latest N_RTT_SAMPLE samples.
@@ -143,14 +162,28 @@ func rttThresh(lastRoundMin time.Duration) time.Duration {
 // path this exit fired in 4 of 5 connections where the field's metal rows
 // (RFC CSS) show none, so arm B keeps CSS_ROUNDS. Both departures are safe:
 // each only ends growth sooner, never grows more than §4.2.
-func (h *hystart) onRTT(rtt time.Duration) (ev hsEvent) {
+//
+// Third departure, for a paced sender only: an ACK that delivers 2k
+// segments counts as k samples (at most N_RTT_SAMPLE), the ACKs of a
+// receiver that acknowledges every second segment, where §4.2 counts one a
+// sample. A stretch ACK stands for the ACKs the path coalesced into it, and
+// its sample, its newest segment's, is the smallest of theirs, so the
+// minimum over the latest N_RTT_SAMPLE samples is the one they would have
+// given. Counted one an ACK, a round of 16-segment ACKs has a few samples,
+// and with L = infinity the check came after the doubled flight had filled
+// the queue (see hsL). It only lets the check run sooner in a round; an
+// unpaced sender (L = 8, which grows 1.5× a round on such ACKs) keeps
+// §4.2's count, which the t14 fit was measured with.
+func (h *hystart) onRTT(rtt time.Duration, acked, smss int) (ev hsEvent) {
 	if !h.active || rtt <= 0 {
 		return ev
 	}
 	rtt = min(rtt, hsMaxRTTSample)
 	h.currentRoundMin = min(h.currentRoundMin, rtt)
-	h.recent[h.samples%hsNRTTSample] = rtt
-	h.samples++
+	for range h.samplesIn(acked, smss) {
+		h.recent[h.samples%hsNRTTSample] = rtt
+		h.samples++
+	}
 	if h.samples < hsNRTTSample {
 		return ev
 	}

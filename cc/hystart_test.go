@@ -423,15 +423,44 @@ func TestResumeNeedsEightSamplesInTheRound(t *testing.T) {
 	}
 }
 
-func TestPacedSenderGrowsAQuarterOfEightSegmentsInCSS(t *testing.T) {
+func TestPacedSenderGrowsAQuarterOfAStretchAckInCSS(t *testing.T) {
 	s := newSim(t, Config{Pacing: true})
 	s.round(rep(8, 10*ms)...)
 	s.send(60*smss, StopCwnd)
 	for range 8 {
 		s.ack(smss, 20*ms)
 	}
-	if g := s.ack(34*smss, 20*ms); g != 8*smss/4 {
-		t.Fatalf("paced CSS stretch ACK grew %d, want %d", g, 8*smss/4)
+	if g := s.ack(34*smss, 20*ms); g != 34*smss/4 {
+		t.Fatalf("paced CSS stretch ACK grew %d, want %d", g, 34*smss/4)
+	}
+}
+
+// TestAPacedStretchAckCountsAsTheAcksItStandsFor pins onRTT's third
+// departure: after a 10 ms round, one ACK of 16 segments at 20 ms counts as
+// the eight samples of a receiver acknowledging every second segment, so a
+// paced sender enters CSS on it; an ACK of 14 segments counts as seven, too
+// few; an unpaced sender counts each ACK once, as RFC 9406 §4.2 does.
+func TestAPacedStretchAckCountsAsTheAcksItStandsFor(t *testing.T) {
+	cases := []struct {
+		name    string
+		paced   bool
+		segs    int
+		wantCSS bool
+	}{
+		{"paced, 16 segments: eight samples", true, 16, true},
+		{"paced, 14 segments: seven samples", true, 14, false},
+		{"unpaced, 16 segments: one sample", false, 16, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, Config{Pacing: tc.paced})
+			s.round(rep(8, 10*ms)...)
+			s.send(40*smss, StopCwnd)
+			s.ack(tc.segs*smss, 20*ms)
+			if st := s.c.State(); st.CSS != tc.wantCSS || st.RoundSamples != map[bool]int{true: tc.segs / 2, false: 1}[tc.paced] {
+				t.Fatalf("CSS %v after the stretch ACK (samples %d), want %v", st.CSS, st.RoundSamples, tc.wantCSS)
+			}
+		})
 	}
 }
 
