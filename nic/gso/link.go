@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -94,11 +93,7 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			w.out.PushBack(pkt)
 			continue
 		}
-		v := pkt.ToView()
-		w.pkt = pkt
-		err := w.seg.Segment(kind, int(pkt.GSOOptions.MSS), v.AsSlice(), len(pkt.LinkHeader().Slice()), w.emit)
-		v.Release()
-		if err != nil {
+		if err := w.split(kind, pkt); err != nil {
 			l.c.Drops.Inc()
 			for _, f := range w.made {
 				f.DecRef()
@@ -125,26 +120,62 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	}
 	w.out.Reset()
 	w.first = w.first[:0]
-	w.pkt = nil
 	return written, err
 }
 
 // scratch is what one WritePackets call builds, its arrays kept for the
 // next call.
 type scratch struct {
-	seg   Segmenter
 	out   stack.PacketBufferList // what the inner endpoint writes; holds a reference on each
 	made  []*stack.PacketBuffer  // the frames of the packet being split
 	first []int                  // per packet of the call, its first index in out
-	pkt   *stack.PacketBuffer    // the packet being split, for emit
-	emit  func([]byte)
+	hdr   []byte                 // the packet's headers
+	fixed []byte                 // a frame's headers
 }
 
-var scratches = sync.Pool{New: func() any {
-	w := &scratch{}
-	w.emit = func(b []byte) { w.made = append(w.made, frameOf(w.pkt, b)) }
-	return w
-}}
+var scratches = sync.Pool{New: func() any { return &scratch{} }}
+
+// split cuts pkt into w.made, frames whose payloads share pkt's views: no
+// byte is copied (a NIC's TSO engine reads the packet where it lies), but
+// each frame's payload is summed for its checksum.
+func (w *scratch) split(kind Kind, pkt *stack.PacketBuffer) error {
+	ll, nl, tl := pkt.LinkHeader().Slice(), pkt.NetworkHeader().Slice(), pkt.TransportHeader().Slice()
+	w.hdr = append(append(append(w.hdr[:0], ll...), nl...), tl...)
+	total := pkt.Data().Size()
+	mss := int(pkt.GSOOptions.MSS)
+	lo, err := parse(kind, mss, w.hdr, len(ll), len(w.hdr)+total)
+	if err != nil {
+		return err
+	}
+	if lo.hdrEnd != len(w.hdr) || lo.l4 != len(ll)+len(nl) {
+		return fmt.Errorf("%w: headers of %d bytes, TCP's ending at %d", ErrMalformed, len(w.hdr), lo.hdrEnd)
+	}
+	rest := pkt.Data().ToBuffer()
+	defer rest.Release()
+	for off := 0; off < total || off == 0; off += mss {
+		n := min(mss, total-off)
+		payload := rest.Clone()
+		payload.Truncate(int64(n))
+		rest.TrimFront(int64(n))
+		w.fixed = append(w.fixed[:0], w.hdr...)
+		lo.fix(w.fixed, off, n, off+n >= total, payload.Checksum(0))
+		f := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: len(w.hdr), Payload: payload})
+		copy(f.TransportHeader().Push(len(tl)), w.fixed[lo.l4:])
+		copy(f.NetworkHeader().Push(len(nl)), w.fixed[len(ll):lo.l4])
+		copy(f.LinkHeader().Push(len(ll)), w.fixed)
+		f.NetworkProtocolNumber = pkt.NetworkProtocolNumber
+		f.TransportProtocolNumber = pkt.TransportProtocolNumber
+		f.EgressRoute = pkt.EgressRoute
+		f.PktType = pkt.PktType
+		f.Owner = pkt.Owner
+		f.Hash = pkt.Hash
+		w.made = append(w.made, f)
+		if total == 0 {
+			break
+		}
+	}
+	return nil
+}
 
 // kindOf is the Segment kind of a GSO type, 0 for a packet to pass whole.
 func kindOf(t stack.GSOType) Kind {
@@ -155,26 +186,4 @@ func kindOf(t stack.GSOType) Kind {
 		return TCPv6
 	}
 	return 0
-}
-
-// frameOf builds one frame of pkt from its bytes b (link header first, as
-// pkt's), with pkt's metadata, as an outbound packet whose headers are set.
-func frameOf(pkt *stack.PacketBuffer, b []byte) *stack.PacketBuffer {
-	ll := len(pkt.LinkHeader().Slice())
-	nl := len(pkt.NetworkHeader().Slice())
-	tl := len(pkt.TransportHeader().Slice())
-	f := stack.NewPacketBuffer(stack.PacketBufferOptions{
-		ReserveHeaderBytes: ll + nl + tl,
-		Payload:            buffer.MakeWithData(b[ll+nl+tl:]),
-	})
-	copy(f.TransportHeader().Push(tl), b[ll+nl:])
-	copy(f.NetworkHeader().Push(nl), b[ll:])
-	copy(f.LinkHeader().Push(ll), b)
-	f.NetworkProtocolNumber = pkt.NetworkProtocolNumber
-	f.TransportProtocolNumber = pkt.TransportProtocolNumber
-	f.EgressRoute = pkt.EgressRoute
-	f.PktType = pkt.PktType
-	f.Owner = pkt.Owner
-	f.Hash = pkt.Hash
-	return f
 }

@@ -7,6 +7,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -108,7 +109,12 @@ func TestLinkSplitsGSOPacketsAndCountsMalformedDrops(t *testing.T) {
 		if !ip.IsChecksumValid() || int(ip.TotalLength()) != v.Size() {
 			t.Errorf("frame %d: bad IPv4 header", i)
 		}
-		got = append(got, header.TCP(ip.Payload()).Payload()...)
+		tcp := header.TCP(ip.Payload())
+		sum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(tcp)))
+		if checksum.Checksum(tcp, sum) != 0xffff || tcp.SequenceNumber() != uint32(1000+1460*i) {
+			t.Errorf("frame %d: bad TCP checksum or sequence number %d", i, tcp.SequenceNumber())
+		}
+		got = append(got, tcp.Payload()...)
 		v.Release()
 		pkt.DecRef()
 	}
