@@ -30,3 +30,9 @@ func judgeLateness(row *report.Row, l *report.Lateness, limit time.Duration) {
 		row.Rejected = fmt.Sprintf("its real-time emulator ran late (p99 %s > %s)", ms3(l.P99), ms3(limit))
 	}
 }
+
+// lateRejected reports whether row was rejected for lateness alone: it ran
+// whole, and judgeLateness, the only source of Rejected, turned it down.
+func lateRejected(row report.Row) bool {
+	return row.Rejected != "" && row.Err == "" && row.Unavailable == ""
+}

@@ -90,10 +90,11 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 	if cfg.RulesName == "" {
 		cfg.RulesName = "rules"
 	}
-	rules, err := judge.Parse(cfg.RulesName, cfg.Rules)
+	file, err := judge.ParseFile(cfg.RulesName, cfg.Rules)
 	if err != nil {
 		return nil, err
 	}
+	rules := file.Rules
 	if cfg.Defs == nil {
 		cfg.Defs = DefaultDefinitions()
 	}
@@ -173,15 +174,14 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 	defer prog.stop()
 	var rows []report.Row
 	armRow := map[string]int{}
-	for i, name := range cfg.Order {
+	// runRow runs row i of the order (arm name, its k-th row) and records
+	// its connections as row len(rows) of the run.
+	runRow := func(i int, name string, k int) (report.Row, error) {
 		a := arms[name]
-		k := armRow[name]
-		armRow[name]++
 		row := report.Row{Arm: name, ArmRow: k, Timebase: a.Timebase(), Path: a.PathName(cfg.Preset)}
 		if why := a.Unavailable(); why != "" {
 			row.Unavailable = why
-			rows = append(rows, row)
-			continue
+			return row, nil
 		}
 		prog.row(i, name, a.Timebase())
 		nb := cfg.Bytes
@@ -205,17 +205,35 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 		}
 		for j := range conns {
 			c := &conns[j]
-			c.Arm, c.Row, c.ArmRow, c.Conn, c.Path = name, i, k, j, row.Path
+			c.Arm, c.Row, c.ArmRow, c.Conn, c.Path = name, len(rows), k, j, row.Path
 			c.Timebase = row.Timebase
 			b, _ := json.Marshal(c)
 			if _, err := raw.Write(append(b, '\n')); err != nil {
-				return nil, err
+				return row, err
 			}
 		}
 		row.Conns = conns
+		return row, ctx.Err()
+	}
+	for i, name := range cfg.Order {
+		k := armRow[name]
+		armRow[name]++
+		row, err := runRow(i, name, k)
 		rows = append(rows, row)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err != nil {
+			return nil, err
+		}
+		// The rules re-run a row rejected for lateness once, at once, in
+		// its slot, with the same seed; the re-run stands in for it.
+		// control:metal-late-row-not-rerun
+		if file.RerunLate && lateRejected(row) {
+			rows[len(rows)-1].RerunAs = len(rows) + 1
+			again, err := runRow(i, name, k)
+			again.RerunOf = len(rows)
+			rows = append(rows, again)
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	prog.stop()
@@ -230,17 +248,23 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 	var rowInfo []map[string]any
 	for i, r := range rows {
 		rowInfo = append(rowInfo, map[string]any{"row": i, "arm": r.Arm, "arm_row": r.ArmRow, "timebase": r.Timebase, "path": r.Path,
-			"connections": len(r.Conns), "unavailable": r.Unavailable, "error": r.Err, "note": r.Note, "rejected": r.Rejected, "lateness": r.Lateness})
+			"connections": len(r.Conns), "unavailable": r.Unavailable, "error": r.Err, "note": r.Note, "rejected": r.Rejected, "lateness": r.Lateness,
+			"rerun_as": r.RerunAs, "rerun_of": r.RerunOf})
 	}
 	if err := writeJSON(filepath.Join(ev, "rows.json"), rowInfo); err != nil {
 		return nil, err
 	}
 
-	// Judge: an arm with any row unavailable, failed or rejected is not judged.
+	// Judge: an arm with any row unavailable, failed or rejected is not
+	// judged; a rejected row that was re-run counts as its re-run.
 	jrows := make([]judge.Row, 0, len(rows))
 	why := map[string][]string{}
 	for i, r := range rows {
 		switch {
+		case r.RerunAs != 0:
+			continue
+		case r.RerunOf != 0 && r.Rejected != "":
+			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d rejected and its re-run, row %d, too: %s", r.RerunOf, i+1, r.Rejected))
 		case r.Unavailable != "":
 			why[r.Arm] = append(why[r.Arm], "unavailable: "+r.Unavailable)
 		case r.Err != "":
@@ -289,6 +313,12 @@ func writeReport(cfg Config, rows []report.Row, verdicts []judge.Verdict, elapse
 		}
 		if r.Rejected != "" {
 			line += "; REJECTED for the verdict: " + r.Rejected
+		}
+		if r.RerunAs != 0 {
+			line += fmt.Sprintf("; re-run as row %d", r.RerunAs)
+		}
+		if r.RerunOf != 0 {
+			line += fmt.Sprintf("; re-run of row %d", r.RerunOf)
 		}
 		paths = append(paths, line)
 	}

@@ -89,6 +89,10 @@ func RunSuite(ctx context.Context, s Suite, base Config, only []string) (*SuiteR
 	if err := os.WriteFile(filepath.Join(base.Evidence, "rules.txt"), []byte(s.Rules), 0o644); err != nil {
 		return nil, err
 	}
+	file, err := judge.ParseFile(s.Name+" suite's rules", s.Rules)
+	if err != nil {
+		return nil, err
+	}
 	out := base.Out
 	if out == nil {
 		out = io.Discard
@@ -114,7 +118,7 @@ func RunSuite(ctx context.Context, s Suite, base Config, only []string) (*SuiteR
 		fmt.Fprintf(out, "%s: %s (%s)\n", p.Preset, headline(r, s.Verdict), r.Elapsed.Round(time.Second))
 	}
 	var sum strings.Builder
-	writeSuiteSummary(&sum, s, base, res, time.Since(start))
+	writeSuiteSummary(&sum, s, file.RerunLate, base, res, time.Since(start))
 	if err := os.WriteFile(filepath.Join(base.Evidence, "summary.txt"), []byte(sum.String()), 0o644); err != nil {
 		return res, err
 	}
@@ -162,7 +166,7 @@ func headline(r *Result, names []string) string {
 		case judge.NotJudged:
 			late := 0
 			for _, row := range r.Rows {
-				if row.Rejected != "" {
+				if row.Rejected != "" && row.RerunAs == 0 {
 					late++
 				}
 			}
@@ -180,10 +184,17 @@ func headline(r *Result, names []string) string {
 	return "parity JUDGED: MISSED"
 }
 
-func writeSuiteSummary(w io.Writer, s Suite, base Config, res *SuiteResult, elapsed time.Duration) {
+func writeSuiteSummary(w io.Writer, s Suite, rerunLate bool, base Config, res *SuiteResult, elapsed time.Duration) {
 	fmt.Fprintf(w, "osbench -suite %s: %d path(s), rows %s, %d connection(s) a row;\n",
 		s.Name, len(res.Paths), strings.Join(s.Order, " "), s.Conns)
 	fmt.Fprintf(w, "a row is rejected when its wire's p99 lateness exceeds %s.\n", ms3(base.lateLimit()))
+	if rerunLate {
+		fmt.Fprintf(w, "The rules (%s: once) re-run a row rejected for lateness once, at once, in its slot;\n"+
+			"the re-run stands in for it, and if it is late too its rules are NOT JUDGED. Goodput never triggers a re-run.\n",
+			judge.RerunLateDirective)
+	} else {
+		fmt.Fprintln(w, "The rules re-run no row.")
+	}
 	for i, p := range res.Paths {
 		r := res.Results[i]
 		fmt.Fprintf(w, "\n%s, %s MB a connection: %s\n", p.Preset, report.Num(float64(p.Bytes)/1e6), headline(r, s.Verdict))
@@ -217,6 +228,12 @@ func rowCells(r report.Row) string {
 	line := fmt.Sprintf("%5s MB/s %9s  %s", report.Num(r.Goodput()), recv, late)
 	if r.Rejected != "" {
 		line += "  REJECTED"
+	}
+	if r.RerunAs != 0 {
+		line += fmt.Sprintf(", re-run as row %d", r.RerunAs)
+	}
+	if r.RerunOf != 0 {
+		line += fmt.Sprintf("  (re-run of row %d)", r.RerunOf)
 	}
 	return line
 }

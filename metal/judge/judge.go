@@ -14,6 +14,15 @@
 // The last is the parity rule: X's median row is at least Y's slowest row,
 // less at most t percent (t ≤ 1; none given, 0).
 //
+// One line is not a rule but says how the runner treats rows:
+//
+//	rerun-late: once
+//
+// A row rejected because its real-time wire ran late is then run again at
+// once, in the same slot of the row order, and the re-run stands in for it;
+// a re-run that is late too leaves its rules NOT JUDGED. Only lateness
+// triggers it, never a row's figures. Without the line no row is re-run.
+//
 // A rule compares rows of one time base only: if X ran in virtual time and
 // Y in real time (or either mixed both), their paths were two emulations,
 // and the rule is NOT JUDGED, saying so.
@@ -93,8 +102,26 @@ type Rule struct {
 	Tolerance float64 // Within (metric units); AtLeastSlowest (percent)
 }
 
-// Parse reads a rule file. file names it in errors ("rules.txt:3: ...").
+// File is a parsed rule file.
+type File struct {
+	Rules []Rule
+	// RerunLate: a row rejected for lateness is re-run once (rerun-late).
+	RerunLate bool
+}
+
+// RerunLateDirective is the rule-file name of the re-run line.
+const RerunLateDirective = "rerun-late"
+
+// Parse reads a rule file's rules. file names it in errors ("rules.txt:3:
+// ...").
 func Parse(file, text string) ([]Rule, error) {
+	f, err := ParseFile(file, text)
+	return f.Rules, err
+}
+
+// ParseFile reads a rule file: its rules and its rerun-late line.
+func ParseFile(file, text string) (File, error) {
+	var out File
 	var rules []Rule
 	seen := map[string]int{}
 	for i, raw := range strings.Split(text, "\n") {
@@ -106,21 +133,33 @@ func Parse(file, text string) ([]Rule, error) {
 		if line == "" {
 			continue
 		}
+		if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == RerunLateDirective {
+			if prev, ok := seen[RerunLateDirective]; ok {
+				return File{}, fmt.Errorf("%w %s:%d: %s already given on line %d", ErrParse, file, i+1, RerunLateDirective, prev)
+			}
+			seen[RerunLateDirective] = i + 1
+			if v := strings.TrimSpace(val); v != "once" {
+				return File{}, fmt.Errorf("%w %s:%d: %s: %q, want \"once\"", ErrParse, file, i+1, RerunLateDirective, v)
+			}
+			out.RerunLate = true
+			continue
+		}
 		r, err := parseLine(line)
 		if err != nil {
-			return nil, fmt.Errorf("%w %s:%d: %v (in %q)", ErrParse, file, i+1, err, strings.TrimSpace(raw))
+			return File{}, fmt.Errorf("%w %s:%d: %v (in %q)", ErrParse, file, i+1, err, strings.TrimSpace(raw))
 		}
 		if prev, ok := seen[r.Name]; ok {
-			return nil, fmt.Errorf("%w %s:%d: rule name %q already used on line %d", ErrParse, file, i+1, r.Name, prev)
+			return File{}, fmt.Errorf("%w %s:%d: rule name %q already used on line %d", ErrParse, file, i+1, r.Name, prev)
 		}
 		seen[r.Name] = i + 1
 		r.Line, r.Text = i+1, line
 		rules = append(rules, r)
 	}
 	if len(rules) == 0 {
-		return nil, fmt.Errorf("%w %s: no rules", ErrParse, file)
+		return File{}, fmt.Errorf("%w %s: no rules", ErrParse, file)
 	}
-	return rules, nil
+	out.Rules = rules
+	return out, nil
 }
 
 func parseLine(line string) (Rule, error) {

@@ -215,3 +215,25 @@ func TestParityRulesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunLateLineIsParsedStrictly: "rerun-late: once" turns re-runs on and
+// is no rule; any other value, or the line twice, is an error naming the
+// line; without it nothing is re-run. The parity rules re-run late rows.
+func TestRerunLateLineIsParsedStrictly(t *testing.T) {
+	const rule = "p: B >= slowest A on goodput\n"
+	f, err := ParseFile("t.rules", rule+"rerun-late: once\n")
+	if err != nil || !f.RerunLate || len(f.Rules) != 1 {
+		t.Fatalf("with the line: %+v, %v", f, err)
+	}
+	if f, err := ParseFile("t.rules", rule); err != nil || f.RerunLate {
+		t.Fatalf("without the line: %+v, %v", f, err)
+	}
+	for _, bad := range []string{"rerun-late: twice\n", "rerun-late:\n", "rerun-late: once\nrerun-late: once\n"} {
+		if _, err := ParseFile("t.rules", rule+bad); !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), "t.rules:") {
+			t.Errorf("%q: err = %v, want a parse error naming the line", bad, err)
+		}
+	}
+	if f, err := ParseFile("parity.rules", ParityRules); err != nil || !f.RerunLate {
+		t.Errorf("parity rules: rerun-late %v, %v", f.RerunLate, err)
+	}
+}

@@ -45,6 +45,10 @@ type Row struct {
 	// not use the row, though the table shows it.
 	Note     string
 	Rejected string
+	// RerunAs, on a row rejected for lateness under a rule file that
+	// re-runs such rows, is the row (from 1) that re-ran it at once and
+	// stands in for it; RerunOf, on that re-run, is the row it re-ran.
+	RerunAs, RerunOf int `json:",omitempty"`
 	// Lateness, for a row on a real-time emulated path, is how late the
 	// emulator handed frames over; nil for other rows.
 	Lateness *Lateness `json:",omitempty"`

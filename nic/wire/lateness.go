@@ -19,6 +19,7 @@ type Lateness struct {
 	Over1ms        uint64
 	SchedFIFO      bool // the releasing thread ran SCHED_FIFO
 	Batches, Spins uint64
+	Yields         uint64 // times the releasing thread yielded to the Go scheduler
 }
 
 func (l Lateness) String() string {

@@ -11,16 +11,43 @@ import (
 // Real-time release: the wire's events run on one dedicated goroutine locked
 // to its OS thread. While an event is armed it sleeps precisely (nanosleep
 // with 1 ns timer slack on Linux) in naps of at most rtNapMax, checking for
-// an earlier event between naps, until rtSpin before the deadline, spins the
-// rest, and then runs every event due in one batch; idle, it naps the same
-// way. It never waits on a Go timer or a channel: on a loaded 2-core host
-// those wake milliseconds late (a parked goroutine runs only when an
+// an earlier event between naps, until the spin window before the deadline,
+// spins the rest, and then runs every event due in one batch; idle, it naps
+// the same way. It never waits on a Go timer or a channel: on a loaded 2-core
+// host those wake milliseconds late (a parked goroutine runs only when an
 // ordinary thread hands it a P), which would swamp a 10 ms RTT. The naps
 // keep the thread's P, so a wake-up never queues for one; the price is a
 // wake-up every rtNapMax for the wire's life.
+//
+// Two measured causes of late hand-overs shape the rest (osbench -suite
+// parity on the 2-core VM, per frame: when the releasing thread called fire
+// against the event's time, and how each nap overran):
+//   - A nap overruns by about 50 µs at the median and by 0.25 ms or more
+//     for 1 in 100 naps, with the thread switched out once (the sleep) and
+//     never preempted: the host's timer wake-up, which no setting in this
+//     process shortens. A spin window of rtSpin absorbs the common overrun;
+//     rtSpinBudget bounds the spinning so the thread never nears the
+//     kernel's real-time throttling (95% of each second), which would stop
+//     it for 50 ms. The rare overruns of milliseconds remain.
+//   - The Go scheduler preempts a goroutine that has not yielded for 10 ms.
+//     A preempted locked goroutine resumes only after two other threads
+//     have been woken in turn to hand its P back: 0.1 ms at best, and
+//     milliseconds on a busy host, at whatever moment it struck. The thread
+//     yields by itself every rtYieldEvery instead, and only when the next
+//     event is at least rtYieldGap away, so the hand-back falls in a gap.
 const (
-	rtSpin   = 20 * time.Microsecond  // spun, not slept, before each deadline
-	rtNapMax = 100 * time.Microsecond // longest precise sleep between checks for an earlier event
+	rtSpin       = 150 * time.Microsecond // spun, not slept, before each deadline
+	rtSpinShort  = 20 * time.Microsecond  // the spin once rtSpinBudget is spent
+	rtNapMax     = 100 * time.Microsecond // longest precise sleep between checks for an earlier event
+	rtYieldEvery = 4 * time.Millisecond   // well inside the Go scheduler's 10 ms slice
+	rtYieldGap   = 500 * time.Microsecond // the least time to the next event for a yield
+)
+
+// rtSpinBudget is the share of each rtSpinWindow the releasing thread may
+// spin; past it, it spins only rtSpinShort until the window ends.
+const (
+	rtSpinWindow = 20 * time.Millisecond
+	rtSpinBudget = rtSpinWindow * 6 / 10
 )
 
 // releaser is a real-time wire's releasing thread.
@@ -32,7 +59,34 @@ type releaser struct {
 	spins uint64
 	// batches counts the times the thread ran the events due (fire).
 	batches uint64
+	yields  uint64
+
+	// Owned by the thread alone.
+	lastYield time.Duration
+	budget    spinBudget
 }
+
+// spinBudget is the releasing thread's spinning over the current
+// rtSpinWindow.
+type spinBudget struct {
+	start, spun time.Duration
+}
+
+// window returns how long to spin before a deadline at now: rtSpin while
+// the budget lasts, else rtSpinShort.
+func (b *spinBudget) window(now time.Duration) time.Duration {
+	if now-b.start >= rtSpinWindow {
+		b.start, b.spun = now, 0
+	}
+	// control:wire-spin-unbudgeted
+	if b.spun >= rtSpinBudget {
+		return rtSpinShort
+	}
+	return rtSpin
+}
+
+// add counts a spin of d.
+func (b *spinBudget) add(d time.Duration) { b.spun += d }
 
 // NewRealTime builds a wire whose events run on the wall clock, released by
 // a dedicated thread (see releaser), so that frames from the Linux kernel
@@ -71,7 +125,7 @@ func (w *Wire) Lateness() Lateness {
 	}
 	l := h.summary()
 	if w.rt != nil {
-		l.SchedFIFO, l.Spins, l.Batches = w.rt.fifo, w.rt.spins, w.rt.batches
+		l.SchedFIFO, l.Spins, l.Batches, l.Yields = w.rt.fifo, w.rt.spins, w.rt.batches, w.rt.yields
 	}
 	return l
 }
@@ -142,7 +196,11 @@ func (w *Wire) release(started chan<- struct{}) {
 			case <-r.stop:
 				return
 			default:
-				preciseSleep(rtNapMax)
+				if now := w.now(); r.yieldDue(now) {
+					w.yield(now)
+				} else {
+					preciseSleep(rtNapMax)
+				}
 				continue
 			}
 		}
@@ -154,6 +212,23 @@ func (w *Wire) release(started chan<- struct{}) {
 		}
 		w.fire()
 	}
+}
+
+// yieldDue reports whether the thread should yield to the Go scheduler at
+// now, before the scheduler preempts it.
+func (r *releaser) yieldDue(now time.Duration) bool {
+	return now-r.lastYield >= rtYieldEvery
+}
+
+// yield gives the goroutine's time slice back to the Go scheduler, which
+// resumes it on its own thread.
+func (w *Wire) yield(now time.Duration) {
+	r := w.rt
+	r.lastYield = now
+	runtime.Gosched()
+	w.mu.Lock()
+	r.yields++
+	w.mu.Unlock()
 }
 
 type waitResult uint8
@@ -177,18 +252,23 @@ func (w *Wire) waitUntil(at time.Duration) waitResult {
 			return waitRearmed
 		default:
 		}
-		d := at - w.now()
+		now := w.now()
+		d := at - now
+		spin := r.budget.window(now)
 		switch {
 		case d <= 0:
 			return waitDue
-		case d > rtSpin:
-			preciseSleep(min(d-rtSpin, rtNapMax))
+		case d >= rtYieldGap && r.yieldDue(now):
+			w.yield(now)
+		case d > spin:
+			preciseSleep(min(d-spin, rtNapMax))
 		default:
 			w.mu.Lock()
 			r.spins++
 			w.mu.Unlock()
 			for w.now() < at {
 			}
+			r.budget.add(w.now() - now)
 			return waitDue
 		}
 	}

@@ -137,3 +137,28 @@ func TestGvisorTCPCarries64MBOverT14InRealTime(t *testing.T) {
 		t.Fatalf("the path was not exercised: a2b %+v b2a %+v", a2b, b2a)
 	}
 }
+
+// TestSpinBudgetFallsBackToTheShortSpin: the releasing thread spins rtSpin
+// before a deadline until it has spun rtSpinBudget in the current
+// rtSpinWindow, then only rtSpinShort, and a new window restores rtSpin.
+// Time is passed in: nothing here is measured.
+func TestSpinBudgetFallsBackToTheShortSpin(t *testing.T) {
+	var b spinBudget
+	now := time.Second
+	if got := b.window(now); got != rtSpin {
+		t.Fatalf("fresh budget: spin %v, want %v", got, rtSpin)
+	}
+	for spun := time.Duration(0); spun < rtSpinBudget; spun += rtSpin {
+		if got := b.window(now); got != rtSpin {
+			t.Fatalf("after spinning %v of %v: spin %v, want %v", spun, rtSpinBudget, got, rtSpin)
+		}
+		b.add(rtSpin)
+		now += rtSpin
+	}
+	if got := b.window(now); got != rtSpinShort {
+		t.Errorf("budget spent: spin %v, want %v", got, rtSpinShort)
+	}
+	if got := b.window(b.start + rtSpinWindow); got != rtSpin {
+		t.Errorf("next window: spin %v, want %v", got, rtSpin)
+	}
+}

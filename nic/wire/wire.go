@@ -145,6 +145,7 @@ func (w *Wire) Stats() (aToB, bToA DirStats) {
 			d.stats.Lateness.SchedFIFO = w.rt.fifo
 			d.stats.Lateness.Spins = w.rt.spins
 			d.stats.Lateness.Batches = w.rt.batches
+			d.stats.Lateness.Yields = w.rt.yields
 		}
 	}
 	return w.dirs[0].stats, w.dirs[1].stats
