@@ -3,7 +3,8 @@
 // the congestion window (the half-window rule of cc/limited.go).
 //
 // Link endpoints live in sub-packages: nic/wire (an emulated path), nic/tap
-// (a Linux TAP device) and nic/i219 (the Intel driver).
+// (a Linux TAP device) and nic/i219 (the Intel driver); nic/gso segments TCP
+// packets in software for the links that need it.
 package nic
 
 // Credit is a link endpoint's TX room. A sender asks how many frames the card

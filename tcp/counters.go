@@ -19,6 +19,7 @@ type stats struct {
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
 	dropSynTimeout                                                 *counters.Counter
+	gsoPackets                                                     *counters.Counter
 
 	acks          [numAckReasons]*counters.Counter // pure ACKs sent, by reason (ackreason.go)
 	acksCoalesced *counters.Counter
@@ -73,6 +74,7 @@ func newStats(r *counters.Registry) *stats {
 		challengeRateLimited: m("tcp.challenge-acks.rate-limited", "challenge ACKs not sent: the stack-wide limit per second (RFC 5961 §7)"),
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
 		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
+		gsoPackets:           m("tcp.gso.packets", "packets of several segments handed to a link that segments them (GSO); tcp.segments.out counts their segments"),
 
 		acks:          newAckCounters(r),
 		acksCoalesced: m("tcp.acks.coalesced", "every-second ACKs not sent because segments arrived during a flush: one ACK follows for them all (coalesce.go)"),

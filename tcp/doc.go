@@ -7,6 +7,7 @@
 //	output.go    the send opportunity and its stop reason, segment building, retransmission, refusals
 //	timer.go     timers on the stack's clock
 //	pmtu.go      DF on every segment, and Packet Too Big lowering the MSS
+//	gso.go       an opportunity's new segments as one packet on a link that segments (GSO)
 //	counters.go  the tcp.* counters
 //
 // Loss recovery (its state, recovery point, duplicate ACKs, PRR, undo and RTO

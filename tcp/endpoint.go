@@ -68,6 +68,7 @@ type outSeg struct {
 	priorNxt uint64   // SND.NXT before this segment was built
 	prev     rtxq.Seg // a resend's segment as it was before Retransmitted
 	noDF     bool     // sent without DF (pmtu.go)
+	segs     int      // the segments of a GSO packet (gso.go); 0 for one
 }
 
 // endpoint is one TCP socket: a listener, or one side of a connection.
@@ -105,6 +106,11 @@ type endpoint struct {
 	spare    []outSeg
 	flushing bool
 	notify   waiter.EventMask
+
+	// segmentation offload (gso.go)
+	run         gsoRun // new segments that leave together as one packet
+	outExtra    int    // frames the outbox's GSO packets carry beyond one each
+	outputLater bool   // an ACK came during a write: the writer runs its opportunity
 
 	lst *listener // a listener's queues
 
@@ -225,6 +231,10 @@ func (e *endpoint) unlock() {
 	if !e.flushing {
 		e.flushing = true
 		for {
+			if e.outputLater {
+				e.outputLater = false
+				e.output()
+			}
 			if len(e.outbox) == 0 && e.ackHeld {
 				e.sendHeldAck() // the backlog has drained: one ACK for it
 			}
@@ -233,6 +243,7 @@ func (e *endpoint) unlock() {
 			}
 			batch := e.outbox
 			e.outbox = e.spare[:0]
+			e.outExtra = 0
 			pa := *e.pathOf()
 			e.mu.Unlock()
 			refusedAt := -1

@@ -45,6 +45,7 @@ func (e *endpoint) dropOutbox() {
 		e.outbox[i] = outSeg{}
 	}
 	e.outbox = e.outbox[:0]
+	e.outExtra = 0
 }
 
 // ParseOptions is the inbound option parser of a fresh endpoint.

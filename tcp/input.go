@@ -261,7 +261,9 @@ func (e *endpoint) finishInput(now time.Duration) {
 	if e.state == StateClosed {
 		return
 	}
-	e.outputAt(now)
+	if !e.deferOutput() {
+		e.outputAt(now)
+	}
 	if e.ackNow != ackNone && !e.holdAck() {
 		e.sendFlagsAt(header.TCPFlagAck, e.sndNxt, now)
 	} else if e.ackPending > 0 && !e.ackHeld && !e.tDelack.armed() {

@@ -13,8 +13,10 @@ import (
 	"github.com/netramp/netramp/tcp/internal/rtxq"
 )
 
-// queue adds a built segment to the outbox.
+// queue adds a built segment to the outbox, after the run of new segments
+// that left before it (gso.go).
 func (e *endpoint) queue(s outSeg) {
+	e.flushRun()
 	e.outbox = append(e.outbox, s)
 }
 
@@ -102,25 +104,28 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 	// control:hosttests-sack-options-not-counted-in-mss-1
 	// control:tcp-sack-options-beyond-mss-1
 	opts := e.dataOptions(ob[:], true, e.mss-n, now)
-	flags := header.TCPFlagAck
-	if fin {
-		flags |= header.TCPFlagFin
-	}
-	var payload buffer.Buffer
-	if n > 0 {
-		payload = e.sbuf.Clone(start-1, n) // shares the queue's bytes: no copy
-		// control:tcp-segment-copies-payload
-		flags |= header.TCPFlagPsh
-	}
+	ack := wire(e.irs, e.rcvNxt)
 	wnd := e.rcvWindow()
-	pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), wire(e.irs, e.rcvNxt), flags, wnd, opts, payload)
-	e.ackCarried()
-	o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt,
-		noDF: e.mayFragment(n + len(opts))}
-	if rtx {
-		o.prev = *prev
+	noDF := e.mayFragment(n + len(opts))
+	if rtx || !e.runJoin(start, end, fin, n, ack, wnd, opts, noDF) {
+		flags := header.TCPFlagAck
+		if fin {
+			flags |= header.TCPFlagFin
+		}
+		var payload buffer.Buffer
+		if n > 0 {
+			payload = e.sbuf.Clone(start-1, n) // shares the queue's bytes: no copy
+			// control:tcp-segment-copies-payload
+			flags |= header.TCPFlagPsh
+		}
+		pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), ack, flags, wnd, opts, payload)
+		o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt, noDF: noDF}
+		if rtx {
+			o.prev = *prev
+		}
+		e.queue(o)
 	}
-	e.queue(o)
+	e.ackCarried()
 	if rtx {
 		e.p.st.retransBytes.Add(uint64(n))
 	} else {
@@ -162,6 +167,7 @@ func (e *endpoint) outputAt(now time.Duration) {
 	if e.pacingWait && !e.clockPaced {
 		return
 	}
+	defer e.flushRun() // the opportunity's last run leaves with it
 	var reason cc.StopReason
 	sentNew := false
 	cwnd := uint64(e.ctl.Cwnd())
@@ -371,7 +377,7 @@ func (e *endpoint) cardStopped() bool {
 	if e.credit == nil {
 		return false
 	}
-	return e.credit.TxFree()-len(e.outbox) <= 0
+	return e.credit.TxFree()-len(e.outbox)-e.outExtra-e.run.segs <= 0
 }
 
 // waitCredit asks the card to resume this endpoint when TX room returns.
@@ -459,7 +465,7 @@ func (e *endpoint) refused(segs []outSeg) {
 	rollTo := uint64(0)
 	rolled := false
 	for _, s := range segs {
-		e.p.st.cardRefusals.Inc()
+		e.p.st.cardRefusals.Add(uint64(max(s.segs, 1)))
 		if s.newData && !rolled {
 			rollTo = s.start
 			rolled = true

@@ -192,6 +192,10 @@ type path struct {
 	reserve int    // header bytes the layers below prepend
 	csum    bool   // the link does not fill in the TCP checksum
 	ttl     uint8
+	// gso is the route's host GSO (gso.go), Type GSONone without it;
+	// gsoBytes the most payload one GSO packet may carry.
+	gso      stack.GSO
+	gsoBytes int
 }
 
 func pathOf(r *stack.Route) path {
@@ -199,18 +203,28 @@ func pathOf(r *stack.Route) path {
 	sum := checksum.Checksum(local.AsSlice(), 0)
 	sum = checksum.Checksum(remote.AsSlice(), sum)
 	// control:tcp-path-sum-without-protocol
-	return path{
+	pa := path{
 		r:       r,
 		addrSum: checksum.Combine(sum, uint16(ProtocolNumber)),
 		reserve: int(r.MaxHeaderLength()),
 		csum:    r.RequiresTXTransportChecksum(),
 		ttl:     r.DefaultTTL(),
 	}
+	pa.gso, pa.gsoBytes = hostGSO(r)
+	return pa
 }
 
 // buildPacket makes one segment with its checksum. The packet takes
 // ownership of payload (typically views sharing the send queue's chunks).
 func (p *protocol) buildPacket(pa *path, sport, dport uint16, seq, ack uint32, flags header.TCPFlags, wnd uint16, opts []byte, payload buffer.Buffer) *stack.PacketBuffer {
+	return p.buildGSO(pa, sport, dport, seq, ack, flags, wnd, opts, payload, stack.GSO{})
+}
+
+// buildGSO is buildPacket for a packet the link may segment (gso.Type set):
+// its checksum field then holds only the pseudo-header sum over the whole
+// packet's length, which the segmenting device completes per segment
+// (stack.GSO's NeedsCsum contract).
+func (p *protocol) buildGSO(pa *path, sport, dport uint16, seq, ack uint32, flags header.TCPFlags, wnd uint16, opts []byte, payload buffer.Buffer, gso stack.GSO) *stack.PacketBuffer {
 	hlen := header.TCPMinimumSize + len(opts)
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
 		ReserveHeaderBytes: hlen + pa.reserve,
@@ -223,7 +237,10 @@ func (p *protocol) buildPacket(pa *path, sport, dport uint16, seq, ack uint32, f
 		DataOffset: uint8(hlen), Flags: flags, WindowSize: wnd,
 	})
 	copy(h[header.TCPMinimumSize:], opts)
-	if pa.csum {
+	if gso.Type != stack.GSONone {
+		pkt.GSOOptions = gso
+		h.SetChecksum(checksum.Combine(pa.addrSum, uint16(pkt.Size())))
+	} else if pa.csum {
 		xsum := checksum.Combine(pa.addrSum, uint16(pkt.Size()))
 		xsum = checksum.Combine(xsum, pkt.Data().Checksum())
 		h.SetChecksum(^h.CalculateChecksum(xsum))
@@ -237,10 +254,14 @@ func (p *protocol) write(pa *path, pkt *stack.PacketBuffer, df bool) tcpip.Error
 	if pa.r == nil {
 		return &tcpip.ErrHostUnreachable{}
 	}
+	segs := uint64(1)
+	if g := pkt.GSOOptions; g.Type != stack.GSONone {
+		segs = uint64((pkt.Data().Size() + int(g.MSS) - 1) / int(g.MSS))
+	}
 	// control:tcp-no-df
 	err := pa.r.WritePacket(stack.NetworkHeaderParams{Protocol: ProtocolNumber, TTL: pa.ttl, DF: df}, pkt)
 	if err == nil {
-		p.st.segsOut.Inc()
+		p.st.segsOut.Add(segs)
 	}
 	return err
 }

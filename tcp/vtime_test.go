@@ -10,6 +10,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/counters"
@@ -36,6 +37,13 @@ var (
 
 func newVPair(t testing.TB, cfg wire.Config, oa, ob tcp.Options, seed int64) *vpair {
 	t.Helper()
+	return newVPairLink(t, cfg, oa, ob, seed, nil)
+}
+
+// newVPairLink is newVPair with A's wire end passed through wrapA (nil:
+// none) before A's stack is built on it.
+func newVPairLink(t testing.TB, cfg wire.Config, oa, ob tcp.Options, seed int64, wrapA func(gstack.LinkEndpoint) gstack.LinkEndpoint) *vpair {
+	t.Helper()
 	clk := vclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	if cfg.Seed == 0 {
 		cfg.Seed = seed
@@ -46,8 +54,12 @@ func newVPair(t testing.TB, cfg wire.Config, oa, ob tcp.Options, seed int64) *vp
 	}
 	p := &vpair{clk: clk, w: w, ra: counters.NewRegistry(), rb: counters.NewRegistry()}
 	oa.Counters, ob.Counters = p.ra, p.rb
+	var la gstack.LinkEndpoint = w.A()
+	if wrapA != nil {
+		la = wrapA(la)
+	}
 	p.a, err = stack.New(stack.Options{TCP: oa, Clock: clk, Seed: seed, Counters: p.ra,
-		NICs: []stack.NIC{{Link: w.A(), Addr: netip.PrefixFrom(addrA, 24)}}})
+		NICs: []stack.NIC{{Link: la, Addr: netip.PrefixFrom(addrA, 24)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic/gso"
 	"github.com/netramp/netramp/stack"
 )
 
@@ -28,6 +30,12 @@ type CPUConfig struct {
 	// TCPs are the stacks to run, "netramp" and "gVisor" (default: both),
 	// so a profile can hold one stack's transfers alone.
 	TCPs []string
+	// TSO lists the link kinds of each MTU (default: false, then true):
+	// false, a link of MTU-sized packets; true, one that offers both
+	// stacks host GSO of 64 KiB and cuts each GSO packet into MTU-sized
+	// frames before delivery, as a NIC's TSO engine would (nic/gso), the
+	// cutting's CPU counted in the transfer's.
+	TSO []bool
 }
 
 // cpuTCPs are the names CPUConfig.TCPs accepts, in row order.
@@ -39,6 +47,7 @@ type CPUResult struct {
 	TCP         string
 	Procs       int // GOMAXPROCS during the transfer
 	MTU         uint32
+	TSO         bool // the link offered GSO and segmented (CPUConfig.TSO)
 	Bytes       int64
 	Wall        time.Duration
 	CPU         time.Duration // user + system CPU of the whole process
@@ -48,6 +57,7 @@ type CPUResult struct {
 	AllocsPerMB float64
 	// Packets is what both stacks' IP layers sent (data and ACKs): the
 	// shared IP and link layer costs the same per packet for either TCP.
+	// With TSO a GSO packet counts once, however many frames it becomes.
 	Packets      uint64
 	PacketsPerMB float64
 	// Acks is this TCP's pure ACKs of both stacks by reason (tcp.acks.sent.*,
@@ -55,7 +65,8 @@ type CPUResult struct {
 	Acks counters.Snapshot
 }
 
-// CPU runs, for each GOMAXPROCS and MTU, this TCP and then gVisor's.
+// CPU runs, for each GOMAXPROCS, MTU and link kind, this TCP and then
+// gVisor's.
 func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if cfg.Bytes <= 0 || len(cfg.MTUs) == 0 {
 		return nil, errors.New("bench: cpu needs a positive byte count and at least one MTU")
@@ -67,6 +78,10 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	tcps := cfg.TCPs
 	if len(tcps) == 0 {
 		tcps = cpuTCPs
+	}
+	tsos := cfg.TSO
+	if len(tsos) == 0 {
+		tsos = []bool{false, true}
 	}
 	for _, t := range tcps {
 		if !slices.Contains(cpuTCPs, t) {
@@ -81,31 +96,43 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		}
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
-			for _, name := range cpuTCPs {
-				if !slices.Contains(tcps, name) {
-					continue
+			for _, tso := range tsos {
+				for _, name := range cpuTCPs {
+					if !slices.Contains(tcps, name) {
+						continue
+					}
+					if err := ctx.Err(); err != nil {
+						return out, err
+					}
+					r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor", tso)
+					if err != nil {
+						return out, err
+					}
+					r.Procs = p
+					out = append(out, r)
 				}
-				if err := ctx.Err(); err != nil {
-					return out, err
-				}
-				r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor")
-				if err != nil {
-					return out, err
-				}
-				r.Procs = p
-				out = append(out, r)
 			}
 		}
 	}
 	return out, nil
 }
 
-func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, error) {
+func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv, tso bool) (CPUResult, error) {
 	name := "netramp"
 	if gv {
 		name = "gVisor"
 	}
-	la, lb := pipe.New("", "", mtu)
+	pa, pb := pipe.New("", "", mtu)
+	var la, lb gstack.LinkEndpoint = pa, pb
+	if tso {
+		var err error
+		if la, err = gso.NewLink(pa, gso.LinkOptions{MaxSize: 64 << 10}); err != nil {
+			return CPUResult{}, err
+		}
+		if lb, err = gso.NewLink(pb, gso.LinkOptions{MaxSize: 64 << 10}); err != nil {
+			return CPUResult{}, err
+		}
+	}
 	src, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: la, Addr: sourcePrefix}}})
 	if err != nil {
 		return CPUResult{}, err
@@ -177,7 +204,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool) (CPUResult, 
 	if received != n {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
-	r := CPUResult{TCP: name, MTU: mtu, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
+	r := CPUResult{TCP: name, MTU: mtu, TSO: tso, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
 	mb := float64(n) / 1e6
 	r.MBps = mb / wall.Seconds()
 	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
@@ -211,24 +238,25 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 	type key struct {
 		procs int
 		mtu   uint32
+		tso   bool
 	}
 	by := map[key]map[string]CPUResult{}
 	var keys []key
 	for _, r := range rs {
-		k := key{r.Procs, r.MTU}
+		k := key{r.Procs, r.MTU, r.TSO}
 		if by[k] == nil {
 			by[k] = map[string]CPUResult{}
 			keys = append(keys, k)
 		}
 		by[k][r.TCP] = r
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t%s\n", r.Procs, r.MTU, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.TSO), r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
 			r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
 	}
 	for _, k := range keys {
 		a, okA := by[k]["netramp"]
 		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\t%d\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, k.mtu, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
+			fmt.Fprintf(tw, "%d\t%s\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.tso), ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -240,7 +268,7 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 			continue
 		}
 		printed = true
-		fmt.Fprintf(w, "\n%d core(s), MTU %d, %s pure ACKs per MB by reason:", r.Procs, r.MTU, r.TCP)
+		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s pure ACKs per MB by reason:", r.Procs, mtuLabel(r.MTU, r.TSO), r.TCP)
 		for _, name := range r.Acks.Names() {
 			if v := r.Acks[name]; v > 0 {
 				fmt.Fprintf(w, " %s %.3g", name, float64(v)/(float64(r.Bytes)/1e6))
@@ -251,6 +279,15 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// mtuLabel is a row's MTU column: the MTU, and "+TSO" for a link that
+// offered GSO and segmented.
+func mtuLabel(mtu uint32, tso bool) string {
+	if tso {
+		return strconv.FormatUint(uint64(mtu), 10) + " +TSO"
+	}
+	return strconv.FormatUint(uint64(mtu), 10)
 }
 
 func ratio(a, b float64) string {

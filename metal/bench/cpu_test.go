@@ -8,14 +8,15 @@ import (
 )
 
 // The CPU benchmark asserts nothing about speed; this checks that it carries
-// every byte for both TCPs at both MTUs and prints the ratio lines.
+// every byte for both TCPs at both MTUs, with and without TSO, and prints
+// the ratio lines.
 func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 	rs, err := CPU(context.Background(), CPUConfig{Bytes: 4_000_000, MTUs: []uint32{1500, 9000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 8 {
-		t.Fatalf("%d results, want 8 (two TCPs, two MTUs, one and two cores)", len(rs))
+	if len(rs) != 16 {
+		t.Fatalf("%d results, want 16 (two TCPs, two MTUs, with and without TSO, one and two cores)", len(rs))
 	}
 	for _, r := range rs {
 		if r.Bytes != 4_000_000 || r.MBps <= 0 || r.Allocs == 0 {
@@ -24,15 +25,15 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 	}
 	var b bytes.Buffer
 	WriteCPU(&b, rs)
-	if strings.Count(b.String(), "netramp/gVisor") != 4 {
-		t.Fatalf("no ratio lines:\n%s", b.String())
+	if strings.Count(b.String(), "netramp/gVisor") != 8 || strings.Count(b.String(), "1500 +TSO") != 6 {
+		t.Fatalf("ratio or TSO lines missing:\n%s", b.String())
 	}
 }
 
 // TCPs selects the stacks, so a profile can hold one stack's transfers; an
 // unknown name is refused before anything runs.
 func TestCPURunsOnlyTheSelectedTCP(t *testing.T) {
-	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, TCPs: []string{"gVisor"}})
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, TCPs: []string{"gVisor"}, TSO: []bool{false}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,13 +28,23 @@ type Options struct {
 	MAC net.HardwareAddr
 	// Counters receives nic.tap.* counters; nil keeps them private.
 	Counters *counters.Registry
+	// GSO offers the stack host GSO: a TCP packet of up to 64 KiB goes to
+	// the kernel whole, behind a virtio-net header that asks the kernel
+	// to segment it (and to finish its checksum). Needs a device opened
+	// with VnetHdr.
+	GSO bool
 }
+
+// gsoMaxSize is the largest packet a TAP endpoint with Options.GSO accepts:
+// what an IP length field can say, as the kernel's own GSO limit.
+const gsoMaxSize = 1 << 16
 
 // Counters are the endpoint's nic.tap.* counters.
 type Counters struct {
 	RxFrames, RxBytes, RxDrops, RxGSO *counters.Counter
 	TxFrames, TxBytes, TxDrops        *counters.Counter
 	TxRetries, TxFull, TxErrors       *counters.Counter
+	TxGSO                             *counters.Counter
 }
 
 func newCounters(r *counters.Registry) *Counters {
@@ -52,6 +62,7 @@ func newCounters(r *counters.Registry) *Counters {
 		TxRetries: r.MustRegister("nic.tap.tx.retries", "writes to a TAP device retried after EAGAIN within the batch's budget"),
 		TxFull:    r.MustRegister("nic.tap.tx.drops.full", "frames dropped because a TAP device stayed full (EAGAIN) past the retry budget"),
 		TxErrors:  r.MustRegister("nic.tap.tx.errors", "frames dropped because a TAP device write failed with an error other than EAGAIN"),
+		TxGSO:     r.MustRegister("nic.tap.tx.gso", "GSO packets written to a TAP device whole, for the kernel to segment"),
 	}
 }
 
@@ -61,6 +72,7 @@ func newCounters(r *counters.Registry) *Counters {
 type Endpoint struct {
 	dev  *Device
 	tun  bool
+	gso  bool // Options.GSO
 	c    *Counters
 	mu   sync.RWMutex
 	mtu  uint32
@@ -92,7 +104,10 @@ func New(dev *Device, o Options) (*Endpoint, error) {
 	if mtu < 68 || mtu > 65535 {
 		return nil, fmt.Errorf("%w: MTU = %d, want 0 (1500) or within [68, 65535]", ErrBadConfig, o.MTU)
 	}
-	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
+	if o.GSO && !dev.cfg.VnetHdr {
+		return nil, fmt.Errorf("%w: GSO = true needs a device opened with VnetHdr", ErrBadConfig)
+	}
+	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, gso: o.GSO, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
 	e.tx = txPath{writev: dev.tryWritev, sleep: time.Sleep, waitWritable: dev.waitWritable}
 	if !e.tun {
 		if len(o.MAC) != 6 || o.MAC[0]&1 != 0 {
@@ -136,6 +151,22 @@ func (e *Endpoint) Capabilities() stack.LinkEndpointCapabilities {
 		return 0
 	}
 	return stack.CapabilityResolutionRequired
+}
+
+// SupportedGSO implements stack.GSOEndpoint: host GSO with Options.GSO.
+func (e *Endpoint) SupportedGSO() stack.SupportedGSO {
+	if e.gso {
+		return stack.HostGSOSupported
+	}
+	return stack.GSONotSupported
+}
+
+// GSOMaxSize implements stack.GSOEndpoint.
+func (e *Endpoint) GSOMaxSize() uint32 {
+	if e.gso {
+		return gsoMaxSize
+	}
+	return 0
 }
 
 // ARPHardwareType implements stack.LinkEndpoint.
@@ -249,15 +280,25 @@ func (e *Endpoint) Err() error {
 // TxRetryBudget shared by the whole batch, then dropped and counted, and the
 // endpoint's credit reads zero until the device is writable again; any other
 // error drops the frame and is counted. No frame waits without bound, so no
-// small frame queues behind a stalled device (seed 003).
+// small frame queues behind a stalled device (seed 003). With Options.GSO a
+// GSO packet goes whole, behind a virtio-net header that asks the kernel to
+// segment it (gsoVnetHdr).
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	n, dropped := 0, 0
 	var spent time.Duration
 	var bufs [][]byte
+	var gsoHdr [VnetHdrLen]byte
 	for _, pkt := range pkts.AsSlice() {
 		bufs = bufs[:0]
+		gso := false
 		if e.dev.cfg.VnetHdr {
-			bufs = append(bufs, e.hdrSpace[:])
+			h, ok := gsoVnetHdr(pkt)
+			if gso = ok && e.gso; gso {
+				h.Encode(gsoHdr[:])
+				bufs = append(bufs, gsoHdr[:])
+			} else {
+				bufs = append(bufs, e.hdrSpace[:])
+			}
 		}
 		bufs = append(bufs, pkt.AsSlices()...)
 		w, err := e.writeOne(bufs, &spent)
@@ -270,6 +311,9 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 			continue
 		}
 		n++
+		if gso {
+			e.c.TxGSO.Inc()
+		}
 		e.c.TxFrames.Inc()
 		e.c.TxBytes.Add(uint64(w - e.dev.HeaderLen()))
 	}
@@ -277,6 +321,31 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		return 0, &tcpip.ErrNoBufferSpace{}
 	}
 	return n, nil
+}
+
+// gsoVnetHdr is the virtio-net header that asks the kernel to segment pkt
+// at its GSO options' MSS and to finish its partial TCP checksum (virtio 1.1
+// §5.1.6.2), or false for a packet without GSO options.
+func gsoVnetHdr(pkt *stack.PacketBuffer) (VnetHdr, bool) {
+	g := pkt.GSOOptions
+	var t uint8
+	switch g.Type {
+	case stack.GSOTCPv4:
+		t = VnetGSOTCPv4
+	case stack.GSOTCPv6:
+		t = VnetGSOTCPv6
+	default:
+		return VnetHdr{}, false
+	}
+	l4 := len(pkt.LinkHeader().Slice()) + len(pkt.NetworkHeader().Slice())
+	return VnetHdr{
+		Flags:      VnetFlagNeedsCsum,
+		GSOType:    t,
+		HdrLen:     uint16(l4 + len(pkt.TransportHeader().Slice())),
+		GSOSize:    g.MSS,
+		CsumStart:  uint16(l4),
+		CsumOffset: g.CsumOffset,
+	}, true
 }
 
 // writeOne makes one attempt at a frame and, on EAGAIN, retries while the

@@ -257,72 +257,80 @@ func TestTAPEndpointCarriesKernelTCPBothWays(t *testing.T) {
 
 // TestTAPEndpointUnderNetrampStack puts netramp's stack (its own TCP) on
 // the TAP endpoint, exchanges 4 MB each way with a kernel socket, and
-// checks that closing the stack stops the endpoint's reader.
+// checks that closing the stack stops the endpoint's reader; with GSO, our
+// TCP's GSO packets go to the kernel whole and the kernel segments them.
 func TestTAPEndpointUnderNetrampStack(t *testing.T) {
-	ns, dev := kernelSide(t, tap.Config{VnetHdr: true, Offload: true})
-	ep, err := tap.New(dev, tap.Options{MAC: ourMAC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := stack.New(stack.Options{NICs: []stack.NIC{{Link: ep, Addr: netip.PrefixFrom(ourAddr, 24)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			s.Close()
-		}
-	}()
-	if err := s.Gvisor().AddStaticNeighbor(1, header.IPv4ProtocolNumber, tcpip.AddrFrom4(kernAddr.As4()), tcpip.LinkAddress(kernelMAC)); err != nil {
-		t.Logf("no static neighbour (%v): ARP resolves it", err)
-	}
-	ln, err := s.Listen(netip.AddrPortFrom(ourAddr, 5001))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var kc net.Conn
-	if err := ns.Do(func() error {
-		var err error
-		kc, err = (&net.Dialer{}).DialContext(ctx, "tcp4", netip.AddrPortFrom(ourAddr, 5001).String())
-		return err
-	}); err != nil {
-		t.Fatalf("kernel dial: %v", err)
-	}
-	defer kc.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl, _ := ctx.Deadline()
-	kc.SetDeadline(dl)
-	sc.SetDeadline(dl)
-	const n = 4 << 20
-	type out struct {
-		r   peertest.Result
-		err error
-	}
-	kch := make(chan out, 1)
-	go func() { r, err := peertest.Exchange(kc, n, 1); kch <- out{r, err} }()
-	sr, serr := peertest.Exchange(sc, n, 2)
-	ko := <-kch
-	if err := errors.Join(serr, ko.err); err != nil {
-		t.Fatal(err)
-	}
-	if sr.ReceivedSum != ko.r.SentSum || ko.r.ReceivedSum != sr.SentSum || sr.Received != n || ko.r.Received != n {
-		t.Fatalf("transfer not intact: %d and %d bytes received, want %d", sr.Received, ko.r.Received, n)
-	}
-	sc.Close()
-	ln.Close()
-	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
-	select {
-	case <-done:
-		closed = true
-	case <-time.After(5 * time.Second):
-		closed = true // do not call Close again from the deferred func
-		t.Fatal("stack.Close did not return within 5 s: the TAP reader was not stopped")
+	for _, gso := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-segment", true: "gso"}[gso], func(t *testing.T) {
+			ns, dev := kernelSide(t, tap.Config{VnetHdr: true, Offload: true})
+			ep, err := tap.New(dev, tap.Options{MAC: ourMAC, GSO: gso})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := stack.New(stack.Options{NICs: []stack.NIC{{Link: ep, Addr: netip.PrefixFrom(ourAddr, 24)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			defer func() {
+				if !closed {
+					s.Close()
+				}
+			}()
+			if err := s.Gvisor().AddStaticNeighbor(1, header.IPv4ProtocolNumber, tcpip.AddrFrom4(kernAddr.As4()), tcpip.LinkAddress(kernelMAC)); err != nil {
+				t.Logf("no static neighbour (%v): ARP resolves it", err)
+			}
+			ln, err := s.Listen(netip.AddrPortFrom(ourAddr, 5001))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var kc net.Conn
+			if err := ns.Do(func() error {
+				var err error
+				kc, err = (&net.Dialer{}).DialContext(ctx, "tcp4", netip.AddrPortFrom(ourAddr, 5001).String())
+				return err
+			}); err != nil {
+				t.Fatalf("kernel dial: %v", err)
+			}
+			defer kc.Close()
+			sc, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dl, _ := ctx.Deadline()
+			kc.SetDeadline(dl)
+			sc.SetDeadline(dl)
+			const n = 4 << 20
+			type out struct {
+				r   peertest.Result
+				err error
+			}
+			kch := make(chan out, 1)
+			go func() { r, err := peertest.Exchange(kc, n, 1); kch <- out{r, err} }()
+			sr, serr := peertest.Exchange(sc, n, 2)
+			ko := <-kch
+			if err := errors.Join(serr, ko.err); err != nil {
+				t.Fatal(err)
+			}
+			if sr.ReceivedSum != ko.r.SentSum || ko.r.ReceivedSum != sr.SentSum || sr.Received != n || ko.r.Received != n {
+				t.Fatalf("transfer not intact: %d and %d bytes received, want %d", sr.Received, ko.r.Received, n)
+			}
+			if c := ep.Counters().TxGSO.Load(); gso != (c > 0) {
+				t.Errorf("GSO %v, but %d GSO packets went to the kernel whole", gso, c)
+			}
+			sc.Close()
+			ln.Close()
+			done := make(chan struct{})
+			go func() { s.Close(); close(done) }()
+			select {
+			case <-done:
+				closed = true
+			case <-time.After(5 * time.Second):
+				closed = true // do not call Close again from the deferred func
+				t.Fatal("stack.Close did not return within 5 s: the TAP reader was not stopped")
+			}
+		})
 	}
 }

@@ -1,0 +1,189 @@
+package gso
+
+import (
+	"fmt"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic"
+)
+
+// Link wraps a link endpoint that carries wire-size frames and offers the
+// stack above it host GSO: a TCP may send packets of up to MaxSize bytes,
+// which Link splits with Segment before its inner endpoint sees them, as a
+// NIC's TSO engine would. Received frames pass untouched.
+type Link struct {
+	stack.LinkEndpoint
+	maxSize uint32
+	c       *Counters
+}
+
+// Counters are a Link's nic.gso.* counters.
+type Counters struct {
+	Packets, Frames, Drops *counters.Counter
+}
+
+// LinkOptions configure a Link.
+type LinkOptions struct {
+	// MaxSize is the largest packet offered, IP header included: 0 means
+	// 64 KiB (a sender keeps within the 65535 an IP length field can say).
+	MaxSize uint32
+	// Counters receives the nic.gso.* counters; nil keeps them private.
+	Counters *counters.Registry
+}
+
+// ErrBadOptions reports LinkOptions NewLink cannot use.
+var ErrBadOptions = fmt.Errorf("gso: bad link options")
+
+// NewLink wraps inner.
+func NewLink(inner stack.LinkEndpoint, o LinkOptions) (*Link, error) {
+	if inner == nil {
+		return nil, fmt.Errorf("%w: nil inner endpoint", ErrBadOptions)
+	}
+	if o.MaxSize == 0 {
+		o.MaxSize = 1 << 16
+	}
+	if o.MaxSize > 1<<16 || o.MaxSize < inner.MTU() {
+		return nil, fmt.Errorf("%w: MaxSize = %d, want 0 (65536) or within [MTU %d, 65536]", ErrBadOptions, o.MaxSize, inner.MTU())
+	}
+	r := o.Counters
+	if r == nil {
+		r = counters.NewRegistry()
+	}
+	c := &Counters{
+		Packets: r.MustRegister("nic.gso.packets", "GSO packets a link split into wire-size frames"),
+		Frames:  r.MustRegister("nic.gso.frames", "frames made by splitting GSO packets"),
+		Drops:   r.MustRegister("nic.gso.drops", "GSO packets dropped because their headers could not be split"),
+	}
+	return &Link{LinkEndpoint: inner, maxSize: o.MaxSize, c: c}, nil
+}
+
+// Counters returns the link's counters.
+func (l *Link) Counters() *Counters { return l.c }
+
+// SupportedGSO implements stack.GSOEndpoint.
+func (l *Link) SupportedGSO() stack.SupportedGSO { return stack.HostGSOSupported }
+
+// GSOMaxSize implements stack.GSOEndpoint.
+func (l *Link) GSOMaxSize() uint32 { return l.maxSize }
+
+// TxCredit passes on the inner endpoint's credit, which counts frames.
+func (l *Link) TxCredit() nic.Credit {
+	if cl, ok := l.LinkEndpoint.(nic.CreditLink); ok {
+		return cl.TxCredit()
+	}
+	return nil
+}
+
+// WritePackets implements stack.LinkWriter: each GSO packet is replaced by
+// its frames, a malformed one is dropped and counted, and the inner endpoint
+// writes the rest in order. It reports the packets of pkts written: all when
+// the inner endpoint took every frame, else those whose first frame it took.
+func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	w := scratches.Get().(*scratch)
+	defer scratches.Put(w)
+	for _, pkt := range pkts.AsSlice() {
+		w.first = append(w.first, w.out.Len())
+		kind := kindOf(pkt.GSOOptions.Type)
+		if kind == 0 {
+			pkt.IncRef() // out's own, dropped by its Reset
+			w.out.PushBack(pkt)
+			continue
+		}
+		if err := w.split(kind, pkt); err != nil {
+			l.c.Drops.Inc()
+			for _, f := range w.made {
+				f.DecRef()
+			}
+		} else {
+			l.c.Packets.Inc()
+			l.c.Frames.Add(uint64(len(w.made)))
+			for _, f := range w.made {
+				w.out.PushBack(f) // out takes the frame's reference
+			}
+		}
+		clear(w.made)
+		w.made = w.made[:0]
+	}
+	n, err := l.LinkEndpoint.WritePackets(w.out)
+	written := pkts.Len() // malformed packets were dropped, not refused
+	if n < w.out.Len() {
+		written = 0
+		for _, at := range w.first {
+			if at < n {
+				written++
+			}
+		}
+	}
+	w.out.Reset()
+	w.first = w.first[:0]
+	return written, err
+}
+
+// scratch is what one WritePackets call builds, its arrays kept for the
+// next call.
+type scratch struct {
+	out   stack.PacketBufferList // what the inner endpoint writes; holds a reference on each
+	made  []*stack.PacketBuffer  // the frames of the packet being split
+	first []int                  // per packet of the call, its first index in out
+	hdr   []byte                 // the packet's headers
+	fixed []byte                 // a frame's headers
+}
+
+var scratches = sync.Pool{New: func() any { return &scratch{} }}
+
+// split cuts pkt into w.made, frames whose payloads share pkt's views: no
+// byte is copied (a NIC's TSO engine reads the packet where it lies), but
+// each frame's payload is summed for its checksum.
+func (w *scratch) split(kind Kind, pkt *stack.PacketBuffer) error {
+	ll, nl, tl := pkt.LinkHeader().Slice(), pkt.NetworkHeader().Slice(), pkt.TransportHeader().Slice()
+	w.hdr = append(append(append(w.hdr[:0], ll...), nl...), tl...)
+	total := pkt.Data().Size()
+	mss := int(pkt.GSOOptions.MSS)
+	lo, err := parse(kind, mss, w.hdr, len(ll), len(w.hdr)+total)
+	if err != nil {
+		return err
+	}
+	if lo.hdrEnd != len(w.hdr) || lo.l4 != len(ll)+len(nl) {
+		return fmt.Errorf("%w: headers of %d bytes, TCP's ending at %d", ErrMalformed, len(w.hdr), lo.hdrEnd)
+	}
+	rest := pkt.Data().ToBuffer()
+	defer rest.Release()
+	for off := 0; off < total || off == 0; off += mss {
+		n := min(mss, total-off)
+		payload := rest.Clone()
+		payload.Truncate(int64(n))
+		rest.TrimFront(int64(n))
+		w.fixed = append(w.fixed[:0], w.hdr...)
+		lo.fix(w.fixed, off, n, off+n >= total, payload.Checksum(0))
+		f := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: len(w.hdr), Payload: payload})
+		copy(f.TransportHeader().Push(len(tl)), w.fixed[lo.l4:])
+		copy(f.NetworkHeader().Push(len(nl)), w.fixed[len(ll):lo.l4])
+		copy(f.LinkHeader().Push(len(ll)), w.fixed)
+		f.NetworkProtocolNumber = pkt.NetworkProtocolNumber
+		f.TransportProtocolNumber = pkt.TransportProtocolNumber
+		f.EgressRoute = pkt.EgressRoute
+		f.PktType = pkt.PktType
+		f.Owner = pkt.Owner
+		f.Hash = pkt.Hash
+		w.made = append(w.made, f)
+		if total == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// kindOf is the Segment kind of a GSO type, 0 for a packet to pass whole.
+func kindOf(t stack.GSOType) Kind {
+	switch t {
+	case stack.GSOTCPv4:
+		return TCPv4
+	case stack.GSOTCPv6:
+		return TCPv6
+	}
+	return 0
+}

@@ -1,0 +1,133 @@
+// Segmentation offload: the segments of one send opportunity that leave
+// together go down as one packet the link splits (TSO/GSO).
+
+package tcp
+
+import (
+	"bytes"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// The sender keeps every per-segment rule when the link segments for it:
+// each MSS-sized segment is decided, pushed on the retransmission queue,
+// counted, paced and timed exactly as without offload, and only the packet
+// that carries it changes. Consecutive new segments of one opportunity with
+// the same headers but for the sequence number (ACK, window, options: the
+// timestamp is the opportunity's, SACK blocks only change between inbound
+// segments) form a run, written as one packet of up to the link's GSO size
+// whose GSO options tell the link to cut it at the segment size. What the
+// link puts on the wire is what the sender would have sent segment by
+// segment, except that PSH is set on the run's last segment only, as a NIC's
+// TSO leaves it (RFC 9293 §3.9.1 lets a sender set PSH as it sees fit), and
+// that the IPv4 ID counts up per segment, which a datagram with DF need not
+// make unique (RFC 6864 §4.1). Retransmissions, loss probe resends, segments
+// without data and segments that may be fragmented (pmtu.go) always go
+// alone. Without GSO on the route nothing here runs: runJoin declines and
+// deferOutput defers nothing.
+
+// gsoRun is the run being built: new data [start, end) of sequence offsets
+// (a FIN takes the last), segs segments of mss payload bytes but the last,
+// which has last.
+type gsoRun struct {
+	start, end uint64
+	fin        bool
+	segs       int
+	mss, last  int
+	payload    int
+	ack        uint32
+	wnd        uint16
+	opts       [40]byte
+	optLen     int
+}
+
+// hostGSO is the GSO a route's link offers, with the payload one packet may
+// carry: its IP header and a TCP header of any options must fit in the
+// link's size and in the 16-bit length fields. A route that loops packets
+// back to this stack gets none: its receiver would see the packet whole.
+func hostGSO(r *stack.Route) (stack.GSO, int) {
+	if !r.HasHostGSOCapability() || r.GSOMaxSize() == 0 || r.Loop()&stack.PacketLoop != 0 {
+		return stack.GSO{}, 0
+	}
+	g := stack.GSO{NeedsCsum: true, CsumOffset: header.TCPChecksumOffset, MaxSize: r.GSOMaxSize()}
+	switch r.NetProto() {
+	case header.IPv4ProtocolNumber:
+		g.Type, g.L3HdrLen = stack.GSOTCPv4, header.IPv4MinimumSize
+	case header.IPv6ProtocolNumber:
+		g.Type, g.L3HdrLen = stack.GSOTCPv6, header.IPv6MinimumSize
+	default:
+		return stack.GSO{}, 0
+	}
+	room := int(min(g.MaxSize, 0xffff)) - int(g.L3HdrLen) - header.TCPHeaderMaximumSize
+	if room <= 0 {
+		return stack.GSO{}, 0
+	}
+	return g, room
+}
+
+// runJoin adds the new segment [start, end) of n payload bytes, built with
+// ack, wnd and opts, to the run, first writing out the run it cannot join;
+// false means the segment must be built alone. noDF is the segment's
+// mayFragment.
+func (e *endpoint) runJoin(start, end uint64, fin bool, n int, ack uint32, wnd uint16, opts []byte, noDF bool) bool {
+	pa := e.pathOf()
+	// control:tcp-gso-never-used
+	if pa.gso.Type == stack.GSONone || n == 0 || noDF || n > pa.gsoBytes {
+		return false
+	}
+	r := &e.run
+	if r.segs > 0 && (start != r.end || r.fin || r.last != r.mss || n > r.mss || r.payload+n > pa.gsoBytes ||
+		ack != r.ack || wnd != r.wnd || !bytes.Equal(opts, r.opts[:r.optLen])) {
+		e.flushRun()
+	}
+	if r.segs == 0 {
+		r.start, r.mss, r.ack, r.wnd = start, n, ack, wnd
+		r.optLen = copy(r.opts[:], opts)
+	}
+	r.end, r.fin, r.last = end, fin, n
+	r.payload += n
+	r.segs++
+	return true
+}
+
+// flushRun builds the run's packet and puts it in the outbox: a GSO packet,
+// or a plain segment when the run has one.
+func (e *endpoint) flushRun() {
+	r := e.run
+	if r.segs == 0 {
+		return
+	}
+	e.run = gsoRun{}
+	flags := header.TCPFlagAck | header.TCPFlagPsh
+	if r.fin {
+		flags |= header.TCPFlagFin
+	}
+	pa := e.pathOf()
+	var g stack.GSO
+	if r.segs > 1 {
+		g = pa.gso
+		g.MSS = uint16(r.mss)
+		e.p.st.gsoPackets.Inc()
+		e.outExtra += r.segs - 1
+	}
+	payload := e.sbuf.Clone(r.start-1, r.payload) // shares the queue's bytes: no copy
+	pkt := e.p.buildGSO(pa, e.id.LocalPort, e.id.RemotePort, wire(e.iss, r.start), r.ack, flags, r.wnd, r.opts[:r.optLen], payload, g)
+	e.outbox = append(e.outbox, outSeg{pkt: pkt, start: r.start, end: r.end, newData: true, payload: r.payload,
+		priorNxt: r.start, segs: r.segs})
+}
+
+// deferOutput reports whether an inbound segment's send opportunity is left
+// to the goroutine writing the outbox, which runs it once its write
+// returns: on a link that segments, ACKs that arrive during one write (a
+// synchronous link delivers the peer's answers from inside it) then open
+// one opportunity, whose segments leave as one run, instead of one
+// opportunity of a segment or two each. The windows, pacing and Nagle judge
+// that opportunity as they would have judged the first of them.
+func (e *endpoint) deferOutput() bool {
+	if !e.flushing || e.pathOf().gso.Type == stack.GSONone {
+		return false
+	}
+	e.outputLater = true
+	return true
+}

@@ -1,0 +1,177 @@
+package tcp_test
+
+import (
+	"crypto/sha256"
+	"slices"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/nic/gso"
+	"github.com/netramp/netramp/tcp"
+)
+
+// frameLog records the data frames a stack puts on its link: sequence
+// number and payload length in order, and a hash of the payloads. drop, if
+// set, decides per data frame (counted from 0, with its place among the data
+// frames of one write: a GSO packet's frames arrive in one) whether the link
+// loses it.
+type frameLog struct {
+	gstack.LinkEndpoint
+	frames []loggedFrame
+	sum    [32]byte
+	bytes  []byte // every payload, in order, for the hash
+	gsoIn  int    // packets that still carried GSO options: must stay 0
+	drop   func(i, pos, of int) bool
+	mtu    int
+	over   int // frames longer than the MTU
+}
+
+type loggedFrame struct {
+	seq uint32
+	n   int
+}
+
+func (l *frameLog) TxCredit() nic.Credit {
+	if cl, ok := l.LinkEndpoint.(nic.CreditLink); ok {
+		return cl.TxCredit()
+	}
+	return nil
+}
+
+func (l *frameLog) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	var keep gstack.PacketBufferList
+	of := 0
+	for _, pkt := range pkts.AsSlice() {
+		if pkt.Data().Size() > 0 {
+			of++
+		}
+	}
+	pos := 0
+	for _, pkt := range pkts.AsSlice() {
+		if pkt.GSOOptions.Type != gstack.GSONone {
+			l.gsoIn++
+		}
+		v := pkt.ToView()
+		b := v.AsSlice()
+		if len(b) > l.mtu {
+			l.over++
+		}
+		ip := header.IPv4(b)
+		t := header.TCP(ip.Payload())
+		n := len(t.Payload())
+		if n > 0 {
+			i := len(l.frames)
+			l.frames = append(l.frames, loggedFrame{seq: t.SequenceNumber(), n: n})
+			l.bytes = append(l.bytes, t.Payload()...)
+			pos++
+			if l.drop != nil && l.drop(i, pos-1, of) {
+				v.Release()
+				continue
+			}
+		}
+		v.Release()
+		keep.PushBack(pkt)
+	}
+	if keep.Len() > 0 {
+		if _, err := l.LinkEndpoint.WritePackets(keep); err != nil {
+			return 0, err
+		}
+	}
+	return pkts.Len(), nil
+}
+
+// gsoRun is one bulk transfer from A with A's link logged, and, when
+// offload, offering A host GSO of 64 KB and segmenting like a NIC.
+func gsoTransfer(t *testing.T, offload bool, n int64, drop func(i, pos, of int) bool) (*frameLog, counters.Snapshot, counters.Snapshot) {
+	t.Helper()
+	log := &frameLog{drop: drop, mtu: 1500}
+	lr := counters.NewRegistry()
+	p := newVPairLink(t, lanCfg(), tcp.Options{}, tcp.Options{}, 5, func(ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		log.LinkEndpoint = ep
+		if !offload {
+			return log
+		}
+		l, err := gso.NewLink(log, gso.LinkOptions{MaxSize: 64 << 10, Counters: lr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
+	p.transfer(t, n, 60*time.Second)
+	log.sum = sha256.Sum256(log.bytes)
+	if log.gsoIn != 0 || log.over != 0 {
+		t.Errorf("%d GSO packets and %d frames over the MTU reached the wire", log.gsoIn, log.over)
+	}
+	return log, p.ra.Snapshot(), lr.Snapshot()
+}
+
+func TestGSOPutsTheSameSegmentsOnTheWire(t *testing.T) {
+	const n = 4 << 20
+	plain, ra, _ := gsoTransfer(t, false, n, nil)
+	off, rg, _ := gsoTransfer(t, true, n, nil)
+	if plain.sum != off.sum {
+		t.Errorf("payload hash differs: %x without GSO, %x with", plain.sum[:8], off.sum[:8])
+	}
+	if !slices.Equal(plain.frames, off.frames) {
+		i := 0
+		for i < min(len(plain.frames), len(off.frames)) && plain.frames[i] == off.frames[i] {
+			i++
+		}
+		t.Errorf("data frames differ from frame %d of %d/%d", i, len(plain.frames), len(off.frames))
+	}
+	for _, c := range []string{"tcp.segments.out", "tcp.sent.bytes", "tcp.retransmitted.bytes"} {
+		if ra[c] != rg[c] {
+			t.Errorf("%s: %d without GSO, %d with", c, ra[c], rg[c])
+		}
+	}
+	t.Logf("%d data frames, %d GSO packets", len(off.frames), rg["tcp.gso.packets"])
+}
+
+func TestSenderUsesGSOWhenTheLinkOffersIt(t *testing.T) {
+	_, ra, lr := gsoTransfer(t, true, 4<<20, nil)
+	pk, fr := lr["nic.gso.packets"], lr["nic.gso.frames"]
+	if ra["tcp.gso.packets"] == 0 || pk == 0 {
+		t.Fatalf("the sender wrote no GSO packet to a link offering GSO (tcp.gso.packets %d, nic.gso.packets %d)", ra["tcp.gso.packets"], pk)
+	}
+	// Most data must leave in runs: a sender that offered GSO on a stray
+	// segment only would not cut the per-packet cost.
+	if segs := ra["tcp.segments.out"]; fr*2 < segs {
+		t.Errorf("only %d of %d segments left in GSO packets", fr, segs)
+	}
+	t.Logf("%d GSO packets, %.1f frames each", pk, float64(fr)/float64(pk))
+}
+
+func TestLossInsideAGSOBurstIsRepairedOneSegmentAtATime(t *testing.T) {
+	lost := -1 // the first data frame past the 30th in the middle of a GSO packet
+	log, ra, _ := gsoTransfer(t, true, 4<<20, func(i, pos, of int) bool {
+		if lost < 0 && i >= 30 && pos > 0 && pos < of-1 {
+			lost = i
+		}
+		return i == lost
+	})
+	if lost < 0 {
+		t.Fatal("no GSO packet of three frames or more to lose one of")
+	}
+	f := log.frames[lost]
+	var again []loggedFrame
+	for _, g := range log.frames[lost+1:] {
+		if g.seq == f.seq {
+			again = append(again, g)
+		}
+	}
+	if len(again) != 1 || again[0].n != f.n {
+		t.Fatalf("lost frame seq %d (%d bytes) resent as %v, want once as one segment", f.seq, f.n, again)
+	}
+	if got := ra["tcp.retransmitted.bytes"]; got != uint64(f.n) {
+		t.Errorf("retransmitted %d bytes, want the one lost segment's %d", got, f.n)
+	}
+	if ra["tcp.rto"] != 0 {
+		t.Errorf("%d RTOs: the loss should be repaired by SACK/RACK", ra["tcp.rto"])
+	}
+}
