@@ -211,3 +211,73 @@ func TestEveryFlagByteInEveryState(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeSegmentsKeepEveryByteAndTheWindow: segments of up to 64 KB, as a
+// receiver's GRO hands them up or a hostile peer sends them, are taken like
+// any other: one overlapping data held out of order joins it without losing
+// or doubling a byte, and one past the offered window is cut at its edge,
+// the rest left for the peer to send again.
+func TestLargeSegmentsKeepEveryByteAndTheWindow(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	h.out()
+	base := c.peerNxt
+	const total = 200000 // past the initial 128 KB buffer
+	data := make([]byte, total)
+	for i := range data {
+		data[i] = byte(i*31 + i>>8)
+	}
+	at := func(off, n int) {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: base + uint32(off), ack: c.hostNxt, flags: header.TCPFlagAck,
+			wnd: 65535, payload: data[off : off+n]})
+	}
+	lastAck := func() uint32 {
+		var a uint32
+		for _, s := range h.out() {
+			a = s.ack
+		}
+		return a
+	}
+	at(1460, 1460)   // held out of order
+	at(30000, 20000) // held out of order, inside the large segment
+	at(62000, 3000)  // held, straddling its end
+	if got := lastAck(); got != base {
+		t.Fatalf("ACK %d, want %d (holes at the front)", got-base, 0)
+	}
+	at(0, 64000) // overlaps all three
+	if got := lastAck(); got != base+65000 {
+		t.Fatalf("ACK %d after the large segment, want %d", got-base, 65000)
+	}
+	// Two more large segments run past the window never read from.
+	at(65000, 64000)
+	at(129000, 64000)
+	edge := lastAck() - base
+	if edge >= 129000+64000 || edge < 129000 {
+		t.Fatalf("ACK %d after a segment past the window, want within [129000, 193000)", edge)
+	}
+	readAll := func() []byte {
+		var got []byte
+		for {
+			b, err := c.read(t)
+			if err != nil || len(b) == 0 {
+				return got
+			}
+			got = append(got, b...)
+		}
+	}
+	got := readAll()
+	if len(got) != int(edge) || !bytes.Equal(got, data[:edge]) {
+		t.Fatalf("read %d bytes, want the %d ACKed, as sent", len(got), edge)
+	}
+	// The peer sends the cut-off rest again, and it all arrives.
+	for off := int(edge); off < total; off += 60000 {
+		at(off, min(60000, total-off))
+	}
+	if got := lastAck(); got != base+total {
+		t.Fatalf("ACK %d after the resend, want %d", got-base, total)
+	}
+	rest := readAll()
+	if !bytes.Equal(rest, data[edge:]) {
+		t.Fatalf("read %d bytes after the resend, want the %d sent", len(rest), total-int(edge))
+	}
+}

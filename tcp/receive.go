@@ -45,9 +45,30 @@ func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin
 		e.takeFin()
 	}
 	if e.ackCount >= e.p.opts.StretchAck || e.p.opts.DelayedAck < 0 {
-		e.ackCount = 0
+		// An aggregate may pass the count: what it passes by stays
+		// counted, as segments arriving one by one would have left it.
+		e.ackCount %= e.p.opts.StretchAck
 		e.owe(ackEverySecond)
 	}
+}
+
+// segmentsIn is how many segments n in-order bytes stand for: one per
+// full-sized segment begun, so an aggregate a receiver's GRO (or a link's
+// receive offload) built of several counts as those several toward the
+// every-second-segment ACK (RFC 5681 §4.2) and is ACKed at once, as its
+// segments would have been, never left to the delayed-ACK timer. A full
+// segment is taken to be SMSS: both ends derive it from the smaller of the
+// two announced MSS less the same options, so it is the peer's full segment
+// too. Where the peer's segments are smaller (its route's MTU), an aggregate
+// counts as fewer than it was cut from, but still as two or more whenever it
+// holds more than SMSS, so it is ACKed at once all the same: like Linux's
+// GRO receiver (one ACK per aggregate of more than one MSS) rather than RFC
+// 5681's count of segments, which an aggregate no longer shows; the sender
+// meets the same stretch ACK it meets under ACK coalescing
+// (wholeSegmentCredit).
+func (e *endpoint) segmentsIn(n int) int {
+	// control:tcp-aggregate-counts-as-one
+	return max((n+e.smss-1)/max(e.smss, 1), 1)
 }
 
 // trimToWindow cuts what lies below RCV.NXT (a duplicate, reported as
@@ -103,9 +124,10 @@ func (e *endpoint) receiveInOrder(payload []byte, view *buffer.View) {
 	// by one and left each flight's last segment to the delayed-ACK timer:
 	// osbench's hello did so in the first flight, an autotuning window
 	// update in later ones, and at 100 ms a round's last ACK came 40 ms late.
-	e.ackPending++
+	segs := e.segmentsIn(len(payload))
+	e.ackPending += segs
 	// control:tcp-ack-count-restarts-out-of-turn
-	e.ackCount++
+	e.ackCount += segs
 	if len(payload) < e.smss && len(payload) < e.ourMSS()-40 {
 		// Short segments are not delayed past the peer's Nagle.
 		e.owe(ackShort)
