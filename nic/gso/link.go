@@ -14,16 +14,19 @@ import (
 // Link wraps a link endpoint that carries wire-size frames and offers the
 // stack above it host GSO: a TCP may send packets of up to MaxSize bytes,
 // which Link splits with Segment before its inner endpoint sees them, as a
-// NIC's TSO engine would. Received frames pass untouched.
+// NIC's TSO engine would; or, with LinkOptions.GRO, passes on whole as the
+// aggregate a receiver's GRO would rebuild from those frames. Received frames
+// pass untouched.
 type Link struct {
 	stack.LinkEndpoint
 	maxSize uint32
+	gro     bool
 	c       *Counters
 }
 
 // Counters are a Link's nic.gso.* counters.
 type Counters struct {
-	Packets, Frames, Drops *counters.Counter
+	Packets, Frames, Whole, Drops *counters.Counter
 }
 
 // LinkOptions configure a Link.
@@ -31,6 +34,15 @@ type LinkOptions struct {
 	// MaxSize is the largest packet offered, IP header included: 0 means
 	// 64 KiB (a sender keeps within the 65535 an IP length field can say).
 	MaxSize uint32
+	// GRO passes each GSO packet on whole instead of splitting it: one
+	// packet whose IP length and TCP checksum cover all its payload, as a
+	// receiver's GRO (Linux) or a NIC's LRO hands its stack the frames of one
+	// burst joined. The checksum is complete, not marked verified, so the
+	// receiving stack checks it as it checks a frame's (a link that copies
+	// packets, like gVisor's pipe, drops such marks anyway). For in-memory
+	// links whose far end takes packets past the MTU; a wire of MTU-sized
+	// frames (nic/wire) refuses them.
+	GRO bool
 	// Counters receives the nic.gso.* counters; nil keeps them private.
 	Counters *counters.Registry
 }
@@ -56,9 +68,10 @@ func NewLink(inner stack.LinkEndpoint, o LinkOptions) (*Link, error) {
 	c := &Counters{
 		Packets: r.MustRegister("nic.gso.packets", "GSO packets a link split into wire-size frames"),
 		Frames:  r.MustRegister("nic.gso.frames", "frames made by splitting GSO packets"),
+		Whole:   r.MustRegister("nic.gso.whole", "GSO packets passed on whole, as one aggregate (GRO)"),
 		Drops:   r.MustRegister("nic.gso.drops", "GSO packets dropped because their headers could not be split"),
 	}
-	return &Link{LinkEndpoint: inner, maxSize: o.MaxSize, c: c}, nil
+	return &Link{LinkEndpoint: inner, maxSize: o.MaxSize, gro: o.GRO, c: c}, nil
 }
 
 // Counters returns the link's counters.
@@ -79,7 +92,8 @@ func (l *Link) TxCredit() nic.Credit {
 }
 
 // WritePackets implements stack.LinkWriter: each GSO packet is replaced by
-// its frames, a malformed one is dropped and counted, and the inner endpoint
+// its frames (or, with GRO, by one aggregate), a malformed one is dropped and
+// counted, and the inner endpoint
 // writes the rest in order. It reports the packets of pkts written: all when
 // the inner endpoint took every frame, else those whose first frame it took.
 func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
@@ -93,11 +107,18 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			w.out.PushBack(pkt)
 			continue
 		}
-		if err := w.split(kind, pkt); err != nil {
+		mss := int(pkt.GSOOptions.MSS)
+		if l.gro {
+			mss = max(pkt.Data().Size(), 1) // one "segment": the whole payload
+		}
+		if err := w.split(kind, pkt, mss); err != nil {
 			l.c.Drops.Inc()
 			for _, f := range w.made {
 				f.DecRef()
 			}
+		} else if l.gro {
+			l.c.Whole.Inc()
+			w.out.PushBack(w.made[0])
 		} else {
 			l.c.Packets.Inc()
 			l.c.Frames.Add(uint64(len(w.made)))
@@ -135,14 +156,15 @@ type scratch struct {
 
 var scratches = sync.Pool{New: func() any { return &scratch{} }}
 
-// split cuts pkt into w.made, frames whose payloads share pkt's views: no
-// byte is copied (a NIC's TSO engine reads the packet where it lies), but
-// each frame's payload is summed for its checksum.
-func (w *scratch) split(kind Kind, pkt *stack.PacketBuffer) error {
+// split cuts pkt into w.made, frames of at most mss payload bytes whose
+// payloads share pkt's views: no byte is copied (a NIC's TSO engine reads the
+// packet where it lies), but each frame's payload is summed for its checksum.
+// With mss at least the payload it makes one frame, the aggregate GRO passes
+// on: its IP length must still fit the field (parse refuses it otherwise).
+func (w *scratch) split(kind Kind, pkt *stack.PacketBuffer, mss int) error {
 	ll, nl, tl := pkt.LinkHeader().Slice(), pkt.NetworkHeader().Slice(), pkt.TransportHeader().Slice()
 	w.hdr = append(append(append(w.hdr[:0], ll...), nl...), tl...)
 	total := pkt.Data().Size()
-	mss := int(pkt.GSOOptions.MSS)
 	lo, err := parse(kind, mss, w.hdr, len(ll), len(w.hdr)+total)
 	if err != nil {
 		return err

@@ -150,3 +150,62 @@ func FuzzSegmentNeverPanics(f *testing.F) {
 		}
 	})
 }
+
+// With GRO the link passes a GSO packet on as one aggregate: the IP length
+// and a complete TCP checksum cover the whole payload, the flags are the
+// packet's, and a packet whose whole would not fit an IP length field is
+// dropped and counted, not cut.
+func TestLinkWithGROPassesGSOPacketsWhole(t *testing.T) {
+	inner := channel.New(16, 1500, "")
+	l, err := NewLink(inner, LinkOptions{GRO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(b []byte) *stack.PacketBuffer {
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 40, Payload: buffer.MakeWithData(b[40:])})
+		copy(pkt.TransportHeader().Push(20), b[20:40])
+		copy(pkt.NetworkHeader().Push(20), b[:20])
+		pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+		pkt.GSOOptions = stack.GSO{Type: stack.GSOTCPv4, MSS: 1460, NeedsCsum: true}
+		return pkt
+	}
+	payload := make([]byte, 5000)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	huge := ipv4Packet(make([]byte, 0xffff-40+1)) // one byte past what IP can say
+	var pkts stack.PacketBufferList
+	pkts.PushBack(mk(ipv4Packet(payload)))
+	pkts.PushBack(mk(huge))
+	if n, err := l.WritePackets(pkts); err != nil || n != 2 {
+		t.Fatalf("WritePackets = %d, %v", n, err)
+	}
+	pkts.DecRef()
+	pkt := inner.Read()
+	if pkt == nil {
+		t.Fatal("nothing passed on")
+	}
+	v := pkt.ToView()
+	ip := header.IPv4(v.AsSlice())
+	if !ip.IsChecksumValid() || int(ip.TotalLength()) != v.Size() || v.Size() != 40+len(payload) {
+		t.Errorf("bad IPv4 header: length %d of %d bytes", ip.TotalLength(), v.Size())
+	}
+	tcp := header.TCP(ip.Payload())
+	sum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(tcp)))
+	if checksum.Checksum(tcp, sum) != 0xffff || tcp.SequenceNumber() != 1000 || tcp.Flags() != header.TCPFlagAck|header.TCPFlagPsh {
+		t.Errorf("bad TCP checksum, sequence number %d or flags %v", tcp.SequenceNumber(), tcp.Flags())
+	}
+	if !bytes.Equal(tcp.Payload(), payload) {
+		t.Error("the aggregate's payload is not the packet's")
+	}
+	v.Release()
+	pkt.DecRef()
+	if p := inner.Read(); p != nil {
+		t.Error("more than the one aggregate passed on")
+		p.DecRef()
+	}
+	c := l.Counters()
+	if c.Whole.Load() != 1 || c.Packets.Load() != 0 || c.Frames.Load() != 0 || c.Drops.Load() != 1 {
+		t.Errorf("counters: whole %d packets %d frames %d drops %d, want 1 0 0 1", c.Whole.Load(), c.Packets.Load(), c.Frames.Load(), c.Drops.Load())
+	}
+}
