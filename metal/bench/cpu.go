@@ -30,12 +30,47 @@ type CPUConfig struct {
 	// TCPs are the stacks to run, "netramp" and "gVisor" (default: both),
 	// so a profile can hold one stack's transfers alone.
 	TCPs []string
-	// TSO lists the link kinds of each MTU (default: false, then true):
-	// false, a link of MTU-sized packets; true, one that offers both
-	// stacks host GSO of 64 KiB and cuts each GSO packet into MTU-sized
-	// frames before delivery, as a NIC's TSO engine would (nic/gso), the
-	// cutting's CPU counted in the transfer's.
-	TSO []bool
+	// Links lists the link kinds of each MTU (default: all three, in order).
+	Links []Offload
+}
+
+// Offload is a CPU row's kind of link.
+type Offload uint8
+
+// The kinds of link the CPU benchmark runs over.
+const (
+	// NoOffload carries MTU-sized packets.
+	NoOffload Offload = iota
+	// TSO offers both stacks host GSO of 64 KiB and cuts each GSO packet
+	// into MTU-sized frames before delivery, as a NIC's TSO engine would
+	// (nic/gso), the cutting's CPU counted in the transfer's.
+	TSO
+	// TSOGRO offers the same GSO but delivers each GSO packet whole, as the
+	// aggregate a receiver's GRO would rebuild from its frames (nic/gso
+	// Link's GRO): the receiving TCP sees one segment per GSO packet.
+	TSOGRO
+)
+
+// cpuLinks are the Offloads by name, as osbench's -tso flag gives them.
+var cpuLinks = map[string]Offload{"off": NoOffload, "on": TSO, "gro": TSOGRO}
+
+// ParseOffload is the Offload named s: off, on (TSO) or gro (TSO and GRO).
+func ParseOffload(s string) (Offload, error) {
+	if o, ok := cpuLinks[s]; ok {
+		return o, nil
+	}
+	return 0, fmt.Errorf("bench: cpu: link %q is not off, on or gro", s)
+}
+
+// String is the MTU column's suffix for the kind: "", " +TSO" or " +TSO+GRO".
+func (o Offload) String() string {
+	switch o {
+	case TSO:
+		return " +TSO"
+	case TSOGRO:
+		return " +TSO+GRO"
+	}
+	return ""
 }
 
 // cpuTCPs are the names CPUConfig.TCPs accepts, in row order.
@@ -47,7 +82,7 @@ type CPUResult struct {
 	TCP         string
 	Procs       int // GOMAXPROCS during the transfer
 	MTU         uint32
-	TSO         bool // the link offered GSO and segmented (CPUConfig.TSO)
+	Link        Offload // the kind of link (CPUConfig.Links)
 	Bytes       int64
 	Wall        time.Duration
 	CPU         time.Duration // user + system CPU of the whole process
@@ -79,9 +114,9 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if len(tcps) == 0 {
 		tcps = cpuTCPs
 	}
-	tsos := cfg.TSO
-	if len(tsos) == 0 {
-		tsos = []bool{false, true}
+	links := cfg.Links
+	if len(links) == 0 {
+		links = []Offload{NoOffload, TSO, TSOGRO}
 	}
 	for _, t := range tcps {
 		if !slices.Contains(cpuTCPs, t) {
@@ -96,7 +131,7 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		}
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
-			for _, tso := range tsos {
+			for _, link := range links {
 				for _, name := range cpuTCPs {
 					if !slices.Contains(tcps, name) {
 						continue
@@ -104,7 +139,7 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 					if err := ctx.Err(); err != nil {
 						return out, err
 					}
-					r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor", tso)
+					r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor", link)
 					if err != nil {
 						return out, err
 					}
@@ -117,19 +152,20 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	return out, nil
 }
 
-func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv, tso bool) (CPUResult, error) {
+func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
 	name := "netramp"
 	if gv {
 		name = "gVisor"
 	}
 	pa, pb := pipe.New("", "", mtu)
 	var la, lb gstack.LinkEndpoint = pa, pb
-	if tso {
+	if link != NoOffload {
+		o := gso.LinkOptions{MaxSize: 64 << 10, GRO: link == TSOGRO}
 		var err error
-		if la, err = gso.NewLink(pa, gso.LinkOptions{MaxSize: 64 << 10}); err != nil {
+		if la, err = gso.NewLink(pa, o); err != nil {
 			return CPUResult{}, err
 		}
-		if lb, err = gso.NewLink(pb, gso.LinkOptions{MaxSize: 64 << 10}); err != nil {
+		if lb, err = gso.NewLink(pb, o); err != nil {
 			return CPUResult{}, err
 		}
 	}
@@ -204,7 +240,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv, tso bool) (CPURes
 	if received != n {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
-	r := CPUResult{TCP: name, MTU: mtu, TSO: tso, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
+	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
 	mb := float64(n) / 1e6
 	r.MBps = mb / wall.Seconds()
 	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
@@ -238,25 +274,25 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 	type key struct {
 		procs int
 		mtu   uint32
-		tso   bool
+		link  Offload
 	}
 	by := map[key]map[string]CPUResult{}
 	var keys []key
 	for _, r := range rs {
-		k := key{r.Procs, r.MTU, r.TSO}
+		k := key{r.Procs, r.MTU, r.Link}
 		if by[k] == nil {
 			by[k] = map[string]CPUResult{}
 			keys = append(keys, k)
 		}
 		by[k][r.TCP] = r
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.TSO), r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
 			r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
 	}
 	for _, k := range keys {
 		a, okA := by[k]["netramp"]
 		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\t%s\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.tso), ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
+			fmt.Fprintf(tw, "%d\t%s\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.link), ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -268,7 +304,7 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 			continue
 		}
 		printed = true
-		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s pure ACKs per MB by reason:", r.Procs, mtuLabel(r.MTU, r.TSO), r.TCP)
+		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s pure ACKs per MB by reason:", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP)
 		for _, name := range r.Acks.Names() {
 			if v := r.Acks[name]; v > 0 {
 				fmt.Fprintf(w, " %s %.3g", name, float64(v)/(float64(r.Bytes)/1e6))
@@ -281,13 +317,9 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 	return nil
 }
 
-// mtuLabel is a row's MTU column: the MTU, and "+TSO" for a link that
-// offered GSO and segmented.
-func mtuLabel(mtu uint32, tso bool) string {
-	if tso {
-		return strconv.FormatUint(uint64(mtu), 10) + " +TSO"
-	}
-	return strconv.FormatUint(uint64(mtu), 10)
+// mtuLabel is a row's MTU column: the MTU and the link's offloads.
+func mtuLabel(mtu uint32, link Offload) string {
+	return strconv.FormatUint(uint64(mtu), 10) + link.String()
 }
 
 func ratio(a, b float64) string {

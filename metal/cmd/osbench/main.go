@@ -6,7 +6,7 @@
 //	osbench sink [flags]       an osbench-lan/3 sink on the kernel's TCP
 //	osbench source [flags]     an osbench-lan/3 source on the kernel's TCP
 //	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
-//	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000, without and with TSO
+//	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000, without offload, with TSO, and with TSO and GRO
 //	osbench mem [flags]        heap per connection (idle, half-open, 64 KB unacked, 64 KB unread) against gVisor
 package main
 

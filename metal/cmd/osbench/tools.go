@@ -138,7 +138,7 @@ func runCPU(ctx context.Context, args []string) error {
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
 	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
-	tsoList := fs.String("tso", "off,on", "links, comma-separated: off (MTU-sized packets), on (host GSO of 64 KiB, cut into MTU-sized frames like a NIC's TSO)")
+	tsoList := fs.String("tso", "off,on,gro", "links, comma-separated: off (MTU-sized packets), on (host GSO of 64 KiB, cut into MTU-sized frames like a NIC's TSO), gro (the same GSO, delivered whole like a receiver's GRO)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -172,18 +172,15 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, uint32(v))
 	}
-	var tso []bool
+	var links []bench.Offload
 	for _, v := range splitList(*tsoList) {
-		switch v {
-		case "off":
-			tso = append(tso, false)
-		case "on":
-			tso = append(tso, true)
-		default:
-			return fmt.Errorf("cpu: -tso %q is not off or on", v)
+		o, err := bench.ParseOffload(v)
+		if err != nil {
+			return fmt.Errorf("cpu: -tso: %w", err)
 		}
+		links = append(links, o)
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), TSO: tso})
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links})
 	if *memprofile != "" {
 		f, ferr := os.Create(*memprofile)
 		if ferr != nil {
