@@ -72,6 +72,27 @@ func (s *Segmenter) Segment(kind Kind, mss int, frame []byte, l3 int, emit func(
 	return nil
 }
 
+// Whole checks one TCP packet of kind as Segment does but passes it on as
+// one segment, in place: its IP length (and IPv4 header checksum) and a
+// complete TCP checksum made to cover the whole payload, as a receiver's GRO
+// hands its stack the frames of a burst joined. A packet longer than its IP
+// length field can say is refused with ErrMalformed. frame is changed, and
+// passed to emit, which must copy it if it keeps it.
+func Whole(kind Kind, frame []byte, l3 int, emit func([]byte)) error {
+	if l3 >= 0 && len(frame)-l3 > 0xffff {
+		return fmt.Errorf("%w: %d bytes from the IP header on, more than IP can say", ErrMalformed, len(frame)-l3)
+	}
+	lo, err := parse(kind, 1, frame, l3, len(frame))
+	if err != nil {
+		return err
+	}
+	payload := frame[lo.hdrEnd:]
+	lo.mss = max(len(payload), 1) // one segment: the IPv4 ID stays the packet's
+	lo.fix(frame[:lo.hdrEnd], 0, len(payload), true, checksum.Checksum(payload, 0))
+	emit(frame)
+	return nil
+}
+
 // layout is a checked TCP GSO packet's headers: where IP and TCP begin and
 // the headers end, and the fields each segment's differ by.
 type layout struct {

@@ -59,6 +59,46 @@ func TestSegmentRejectsMalformedPacketsWithAnError(t *testing.T) {
 		if !errors.Is(err, ErrMalformed) || emitted != 0 {
 			t.Errorf("%s: err %v after %d frames, want ErrMalformed and none", c.name, err, emitted)
 		}
+		if c.mss <= 0 || c.mss > 0xffff {
+			continue // Whole takes no MSS
+		}
+		err = Whole(c.kind, bytes.Clone(c.frame), c.l3, func([]byte) { emitted++ })
+		if !errors.Is(err, ErrMalformed) || emitted != 0 {
+			t.Errorf("%s: Whole: err %v after %d frames, want ErrMalformed and none", c.name, err, emitted)
+		}
+	}
+	if err := Whole(TCPv4, ipv4Packet(make([]byte, 0xffff-40+1)), 0, func([]byte) {}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Whole passed a packet longer than IP can say: err %v", err)
+	}
+}
+
+// Whole passes a GSO frame on as one segment, its IP length, header
+// checksum and TCP checksum made to cover it all, wherever its IP header
+// lies.
+func TestWholeFixesLengthsAndChecksumsOfTheAggregate(t *testing.T) {
+	payload := make([]byte, 40000)
+	for i := range payload {
+		payload[i] = byte(i*13 + 1)
+	}
+	for _, l3 := range []int{0, header.EthernetMinimumSize} {
+		frame := append(make([]byte, l3), ipv4Packet(payload)...)
+		header.IPv4(frame[l3:]).SetTotalLength(1500) // as a GSO frame may say
+		var got [][]byte
+		if err := Whole(TCPv4, frame, l3, func(b []byte) { got = append(got, bytes.Clone(b)) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || len(got[0]) != len(frame) {
+			t.Fatalf("l3 %d: %d frames, want the one of %d bytes", l3, len(got), len(frame))
+		}
+		ip := header.IPv4(got[0][l3:])
+		if !ip.IsChecksumValid() || int(ip.TotalLength()) != len(frame)-l3 {
+			t.Errorf("l3 %d: IPv4 length %d of %d bytes or checksum bad", l3, ip.TotalLength(), len(frame)-l3)
+		}
+		tcp := header.TCP(ip.Payload())
+		sum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), uint16(len(tcp)))
+		if checksum.Checksum(tcp, sum) != 0xffff || !bytes.Equal(tcp.Payload(), payload) {
+			t.Errorf("l3 %d: TCP checksum or payload bad", l3)
+		}
 	}
 }
 
@@ -147,6 +187,14 @@ func FuzzSegmentNeverPanics(f *testing.F) {
 		})
 		if err != nil && !errors.Is(err, ErrMalformed) {
 			t.Fatalf("error %v is not ErrMalformed", err)
+		}
+		err = Whole(Kind(kind), bytes.Clone(frame), l3, func(b []byte) {
+			if len(b) != len(frame) {
+				t.Fatalf("Whole made a %d-byte frame of a %d-byte packet", len(b), len(frame))
+			}
+		})
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("Whole: error %v is not ErrMalformed", err)
 		}
 	})
 }

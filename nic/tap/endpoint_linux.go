@@ -33,6 +33,11 @@ type Options struct {
 	// to segment it (and to finish its checksum). Needs a device opened
 	// with VnetHdr.
 	GSO bool
+	// GRO hands each GSO frame the kernel writes (to a device with Offload)
+	// to the stack whole, as one aggregate, instead of splitting it into
+	// MSS-sized segments: what a receiver's GRO does, so the stack pays its
+	// per-packet cost once per burst. Needs a device opened with VnetHdr.
+	GRO bool
 }
 
 // gsoMaxSize is the largest packet a TAP endpoint with Options.GSO accepts:
@@ -42,6 +47,7 @@ const gsoMaxSize = 1 << 16
 // Counters are the endpoint's nic.tap.* counters.
 type Counters struct {
 	RxFrames, RxBytes, RxDrops, RxGSO *counters.Counter
+	RxWhole                           *counters.Counter
 	TxFrames, TxBytes, TxDrops        *counters.Counter
 	TxRetries, TxFull, TxErrors       *counters.Counter
 	TxGSO                             *counters.Counter
@@ -56,6 +62,7 @@ func newCounters(r *counters.Registry) *Counters {
 		RxBytes:   r.MustRegister("nic.tap.rx.bytes", "bytes delivered from a TAP device to the stack, link header included"),
 		RxDrops:   r.MustRegister("nic.tap.rx.drops", "frames read from a TAP device and dropped: malformed, unknown type or no stack attached"),
 		RxGSO:     r.MustRegister("nic.tap.rx.gso", "GSO frames read from a TAP device and split into wire-size frames"),
+		RxWhole:   r.MustRegister("nic.tap.rx.gso.whole", "GSO frames read from a TAP device and delivered whole (Options.GRO)"),
 		TxFrames:  r.MustRegister("nic.tap.tx.frames", "frames written to a TAP device"),
 		TxBytes:   r.MustRegister("nic.tap.tx.bytes", "bytes written to a TAP device, link header included"),
 		TxDrops:   r.MustRegister("nic.tap.tx.drops", "frames the stack sent that a TAP device refused"),
@@ -73,6 +80,7 @@ type Endpoint struct {
 	dev  *Device
 	tun  bool
 	gso  bool // Options.GSO
+	gro  bool // Options.GRO
 	c    *Counters
 	mu   sync.RWMutex
 	mtu  uint32
@@ -107,7 +115,10 @@ func New(dev *Device, o Options) (*Endpoint, error) {
 	if o.GSO && !dev.cfg.VnetHdr {
 		return nil, fmt.Errorf("%w: GSO = true needs a device opened with VnetHdr", ErrBadConfig)
 	}
-	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, gso: o.GSO, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
+	if o.GRO && !dev.cfg.VnetHdr {
+		return nil, fmt.Errorf("%w: GRO = true needs a device opened with VnetHdr", ErrBadConfig)
+	}
+	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, gso: o.GSO, gro: o.GRO, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
 	e.tx = txPath{writev: dev.tryWritev, sleep: time.Sleep, waitWritable: dev.waitWritable}
 	if !e.tun {
 		if len(o.MAC) != 6 || o.MAC[0]&1 != 0 {
@@ -402,6 +413,15 @@ func (e *Endpoint) readLoop() {
 		h, err := DecodeVnetHdr(buf[:n])
 		if err != nil {
 			e.c.RxDrops.Inc()
+			continue
+		}
+		// control:tap-gro-split
+		if h.GSOType != VnetGSONone && e.gro {
+			// Whole, as a receiver's GRO would join the segments.
+			e.c.RxWhole.Inc()
+			if err := Whole(h, frame, l3, e.deliver); err != nil {
+				e.c.RxDrops.Inc()
+			}
 			continue
 		}
 		// control:tap-gso-delivered-whole

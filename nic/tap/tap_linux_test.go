@@ -171,21 +171,25 @@ func readTimeout(dev *tap.Device, b []byte, d time.Duration) (int, error) {
 // TestTAPEndpointCarriesKernelTCPBothWays runs a gVisor stack on the TAP
 // endpoint and exchanges 8 MB each way with a kernel socket in the
 // namespace; with offload on the kernel sends GSO frames, which the endpoint
-// must split into segments the stack accepts.
+// must split into segments the stack accepts, or with GRO hand up whole as
+// aggregates the stack accepts.
 func TestTAPEndpointCarriesKernelTCPBothWays(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  tap.Config
+		gro  bool
 	}{
-		{"plain", tap.Config{}},
-		{"offload", tap.Config{VnetHdr: true, Offload: true}},
-		{"tun-offload", tap.Config{TUN: true, VnetHdr: true, Offload: true}},
+		{"plain", tap.Config{}, false},
+		{"offload", tap.Config{VnetHdr: true, Offload: true}, false},
+		{"tun-offload", tap.Config{TUN: true, VnetHdr: true, Offload: true}, false},
+		{"offload-gro", tap.Config{VnetHdr: true, Offload: true}, true},
+		{"tun-offload-gro", tap.Config{TUN: true, VnetHdr: true, Offload: true}, true},
 	} {
-		offload := tc.cfg.Offload
+		offload, gro := tc.cfg.Offload, tc.gro
 		t.Run(tc.name, func(t *testing.T) {
 			ns, dev := kernelSide(t, tc.cfg)
 			reg := counters.NewRegistry()
-			ep, err := tap.New(dev, tap.Options{MAC: ourMAC, Counters: reg})
+			ep, err := tap.New(dev, tap.Options{MAC: ourMAC, Counters: reg, GRO: gro})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,14 +246,17 @@ func TestTAPEndpointCarriesKernelTCPBothWays(t *testing.T) {
 					ko.r.SentSum[:4], sr.ReceivedSum[:4], sr.SentSum[:4], ko.r.ReceivedSum[:4])
 			}
 			c := ep.Counters()
-			t.Logf("rx %d frames (%d GSO), tx %d frames, drops rx %d tx %d, sha256 %x… / %x…",
-				c.RxFrames.Load(), c.RxGSO.Load(), c.TxFrames.Load(), c.RxDrops.Load(), c.TxDrops.Load(),
+			t.Logf("rx %d frames (%d GSO split, %d whole), tx %d frames, drops rx %d tx %d, sha256 %x… / %x…",
+				c.RxFrames.Load(), c.RxGSO.Load(), c.RxWhole.Load(), c.TxFrames.Load(), c.RxDrops.Load(), c.TxDrops.Load(),
 				sr.SentSum[:4], sr.ReceivedSum[:4])
-			if c.RxFrames.Load() < n/1500 || c.TxFrames.Load() < n/1500 {
+			if c.TxFrames.Load() < n/1500 || (!gro && c.RxFrames.Load() < n/1500) {
 				t.Errorf("counters: rx %d, tx %d frames; a transfer of %d bytes needs more", c.RxFrames.Load(), c.TxFrames.Load(), n)
 			}
-			if offload && c.RxGSO.Load() == 0 {
-				t.Error("offload on, but the kernel sent no GSO frame: the split path was not exercised")
+			switch {
+			case gro && (c.RxWhole.Load() == 0 || c.RxGSO.Load() != 0):
+				t.Errorf("GRO on: %d GSO frames delivered whole and %d split, want whole only", c.RxWhole.Load(), c.RxGSO.Load())
+			case offload && !gro && (c.RxGSO.Load() == 0 || c.RxWhole.Load() != 0):
+				t.Errorf("offload on: %d GSO frames split and %d delivered whole, want split only", c.RxGSO.Load(), c.RxWhole.Load())
 			}
 		})
 	}
@@ -258,12 +265,17 @@ func TestTAPEndpointCarriesKernelTCPBothWays(t *testing.T) {
 // TestTAPEndpointUnderNetrampStack puts netramp's stack (its own TCP) on
 // the TAP endpoint, exchanges 4 MB each way with a kernel socket, and
 // checks that closing the stack stops the endpoint's reader; with GSO, our
-// TCP's GSO packets go to the kernel whole and the kernel segments them.
+// TCP's GSO packets go to the kernel whole and the kernel segments them;
+// with GRO as well, our TCP takes the kernel's GSO frames whole.
 func TestTAPEndpointUnderNetrampStack(t *testing.T) {
-	for _, gso := range []bool{false, true} {
-		t.Run(map[bool]string{false: "per-segment", true: "gso"}[gso], func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		gso, gro bool
+	}{{"per-segment", false, false}, {"gso", true, false}, {"gso-gro", true, true}} {
+		gso, gro := tc.gso, tc.gro
+		t.Run(tc.name, func(t *testing.T) {
 			ns, dev := kernelSide(t, tap.Config{VnetHdr: true, Offload: true})
-			ep, err := tap.New(dev, tap.Options{MAC: ourMAC, GSO: gso})
+			ep, err := tap.New(dev, tap.Options{MAC: ourMAC, GSO: gso, GRO: gro})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,6 +331,9 @@ func TestTAPEndpointUnderNetrampStack(t *testing.T) {
 			}
 			if c := ep.Counters().TxGSO.Load(); gso != (c > 0) {
 				t.Errorf("GSO %v, but %d GSO packets went to the kernel whole", gso, c)
+			}
+			if c := ep.Counters().RxWhole.Load(); gro != (c > 0) {
+				t.Errorf("GRO %v, but %d GSO frames from the kernel reached our TCP whole", gro, c)
 			}
 			sc.Close()
 			ln.Close()

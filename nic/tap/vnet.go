@@ -91,14 +91,9 @@ func FinishChecksum(h VnetHdr, pkt []byte) error {
 // Ethernet, 0 for TUN). Each segment is passed to emit, which must copy it if
 // it keeps it.
 func Segment(h VnetHdr, frame []byte, l3 int, emit func([]byte)) error {
-	var kind gso.Kind
-	switch h.GSOType &^ VnetGSOECN {
-	case VnetGSOTCPv4:
-		kind = gso.TCPv4
-	case VnetGSOTCPv6:
-		kind = gso.TCPv6
-	default:
-		return fmt.Errorf("%w: GSO type %#x is not TCP", ErrBadFrame, h.GSOType)
+	kind, err := gsoKind(h)
+	if err != nil {
+		return err
 	}
 	if h.GSOSize == 0 {
 		return fmt.Errorf("%w: GSO size 0", ErrBadFrame)
@@ -107,4 +102,30 @@ func Segment(h VnetHdr, frame []byte, l3 int, emit func([]byte)) error {
 		return fmt.Errorf("%w: %w", ErrBadFrame, err)
 	}
 	return nil
+}
+
+// Whole passes one TCP GSO frame on unsplit, as a receiver's GRO would
+// (gso.Whole): its IP length and a complete TCP checksum made to cover the
+// whole payload, in place. l3 and emit are as for Segment.
+func Whole(h VnetHdr, frame []byte, l3 int, emit func([]byte)) error {
+	kind, err := gsoKind(h)
+	if err != nil {
+		return err
+	}
+	if err := gso.Whole(kind, frame, l3, emit); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadFrame, err)
+	}
+	return nil
+}
+
+// gsoKind is the gso.Kind of a GSO frame's header; only TCP is split or
+// joined.
+func gsoKind(h VnetHdr) (gso.Kind, error) {
+	switch h.GSOType &^ VnetGSOECN {
+	case VnetGSOTCPv4:
+		return gso.TCPv4, nil
+	case VnetGSOTCPv6:
+		return gso.TCPv6, nil
+	}
+	return 0, fmt.Errorf("%w: GSO type %#x is not TCP", ErrBadFrame, h.GSOType)
 }
