@@ -17,7 +17,8 @@ package tcp
 //     duplicate, short-segment, FIN and window ACKs still go at once, so
 //     loss detection (SACK, duplicate ACKs) sees what it did;
 //   - the hold is capped at coalesceCap segments (16, or a quarter of the
-//     receive buffer if less), so the peer's window and ACK clock never wait
+//     receive buffer if less; an aggregate counts as the full segments it
+//     holds, segmentsIn, so one of 16 or more is never held), so the peer's window and ACK clock never wait
 //     on a long backlog; the sender takes the stretch ACK as every segment
 //     it delivers (wholeSegmentCredit), within cc's per-ACK growth limit;
 //   - it needs a backlog: where segments arrive one at a time (virtual

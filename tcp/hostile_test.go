@@ -241,8 +241,15 @@ func TestLargeSegmentsKeepEveryByteAndTheWindow(t *testing.T) {
 	at(1460, 1460)   // held out of order
 	at(30000, 20000) // held out of order, inside the large segment
 	at(62000, 3000)  // held, straddling its end
-	if got := lastAck(); got != base {
-		t.Fatalf("ACK %d, want %d (holes at the front)", got-base, 0)
+	out := h.out()
+	if len(out) == 0 || out[len(out)-1].ack != base {
+		t.Fatalf("%d segments sent, want ACKs of %d (holes at the front)", len(out), 0)
+	}
+	sack := out[len(out)-1].tcpOpts().SACKBlocks
+	want := []header.SACKBlock{{Start: seqnumV(base + 62000), End: seqnumV(base + 65000)},
+		{Start: seqnumV(base + 30000), End: seqnumV(base + 50000)}, {Start: seqnumV(base + 1460), End: seqnumV(base + 2920)}}
+	if len(sack) != len(want) || sack[0] != want[0] || sack[1] != want[1] || sack[2] != want[2] {
+		t.Fatalf("SACK blocks %v, want %v", sack, want)
 	}
 	at(0, 64000) // overlaps all three
 	if got := lastAck(); got != base+65000 {
