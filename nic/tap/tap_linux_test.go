@@ -151,6 +151,54 @@ func TestTAPFrameWrittenReachesKernelAndReplyIsRead(t *testing.T) {
 	}
 }
 
+// exchangeWithKernel dials ln from a kernel socket in ns, accepts, and sends
+// n bytes each way at once (30 s limit); it fails the test unless every
+// byte arrives intact both ways. The caller closes the accepted conn; the
+// kernel's closes when the test ends.
+func exchangeWithKernel(t *testing.T, ns *netns.NS, ln net.Listener, n int64) (sc net.Conn, stackRes, kernelRes peertest.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	var kc net.Conn
+	if err := ns.Do(func() error {
+		var err error
+		kc, err = (&net.Dialer{}).DialContext(ctx, "tcp4", ln.Addr().String())
+		return err
+	}); err != nil {
+		t.Fatalf("kernel dial: %v", err)
+	}
+	t.Cleanup(func() { kc.Close() })
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, _ := ctx.Deadline()
+	kc.SetDeadline(dl)
+	sc.SetDeadline(dl)
+	type out struct {
+		r   peertest.Result
+		err error
+	}
+	kch := make(chan out, 1)
+	go func() { r, err := peertest.Exchange(kc, n, 1); kch <- out{r, err} }()
+	sr, serr := peertest.Exchange(sc, n, 2)
+	ko := <-kch
+	if err := errors.Join(serr, ko.err); err != nil {
+		sc.Close()
+		t.Fatal(err)
+	}
+	if sr.Received != n || ko.r.Received != n {
+		sc.Close()
+		t.Fatalf("received %d (stack) and %d (kernel), want %d each", sr.Received, ko.r.Received, n)
+	}
+	if sr.ReceivedSum != ko.r.SentSum || ko.r.ReceivedSum != sr.SentSum {
+		sc.Close()
+		t.Fatalf("SHA-256 mismatch: kernel→stack %x vs %x, stack→kernel %x vs %x",
+			ko.r.SentSum[:4], sr.ReceivedSum[:4], sr.SentSum[:4], ko.r.ReceivedSum[:4])
+	}
+	return sc, sr, ko.r
+}
+
 func readTimeout(dev *tap.Device, b []byte, d time.Duration) (int, error) {
 	type res struct {
 		n   int
@@ -207,44 +255,9 @@ func TestTAPEndpointCarriesKernelTCPBothWays(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var kc net.Conn
-			if err := ns.Do(func() error {
-				var err error
-				kc, err = (&net.Dialer{}).DialContext(ctx, "tcp4", netip.AddrPortFrom(ourAddr, 5001).String())
-				return err
-			}); err != nil {
-				t.Fatalf("kernel dial: %v", err)
-			}
-			defer kc.Close()
-			sc, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sc.Close()
-			dl, _ := ctx.Deadline()
-			kc.SetDeadline(dl)
-			sc.SetDeadline(dl)
 			const n = 8 << 20
-			type out struct {
-				r   peertest.Result
-				err error
-			}
-			kch := make(chan out, 1)
-			go func() { r, err := peertest.Exchange(kc, n, 1); kch <- out{r, err} }()
-			sr, serr := peertest.Exchange(sc, n, 2)
-			ko := <-kch
-			if err := errors.Join(serr, ko.err); err != nil {
-				t.Fatal(err)
-			}
-			if sr.Received != n || ko.r.Received != n {
-				t.Fatalf("received %d (stack) and %d (kernel), want %d each", sr.Received, ko.r.Received, n)
-			}
-			if sr.ReceivedSum != ko.r.SentSum || ko.r.ReceivedSum != sr.SentSum {
-				t.Fatalf("SHA-256 mismatch: kernel→stack %x vs %x, stack→kernel %x vs %x",
-					ko.r.SentSum[:4], sr.ReceivedSum[:4], sr.SentSum[:4], ko.r.ReceivedSum[:4])
-			}
+			sc, sr, _ := exchangeWithKernel(t, ns, ln, n)
+			defer sc.Close()
 			c := ep.Counters()
 			t.Logf("rx %d frames (%d GSO split, %d whole), tx %d frames, drops rx %d tx %d, sha256 %x… / %x…",
 				c.RxFrames.Load(), c.RxGSO.Load(), c.RxWhole.Load(), c.TxFrames.Load(), c.RxDrops.Load(), c.TxDrops.Load(),
@@ -296,39 +309,7 @@ func TestTAPEndpointUnderNetrampStack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var kc net.Conn
-			if err := ns.Do(func() error {
-				var err error
-				kc, err = (&net.Dialer{}).DialContext(ctx, "tcp4", netip.AddrPortFrom(ourAddr, 5001).String())
-				return err
-			}); err != nil {
-				t.Fatalf("kernel dial: %v", err)
-			}
-			defer kc.Close()
-			sc, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dl, _ := ctx.Deadline()
-			kc.SetDeadline(dl)
-			sc.SetDeadline(dl)
-			const n = 4 << 20
-			type out struct {
-				r   peertest.Result
-				err error
-			}
-			kch := make(chan out, 1)
-			go func() { r, err := peertest.Exchange(kc, n, 1); kch <- out{r, err} }()
-			sr, serr := peertest.Exchange(sc, n, 2)
-			ko := <-kch
-			if err := errors.Join(serr, ko.err); err != nil {
-				t.Fatal(err)
-			}
-			if sr.ReceivedSum != ko.r.SentSum || ko.r.ReceivedSum != sr.SentSum || sr.Received != n || ko.r.Received != n {
-				t.Fatalf("transfer not intact: %d and %d bytes received, want %d", sr.Received, ko.r.Received, n)
-			}
+			sc, _, _ := exchangeWithKernel(t, ns, ln, 4<<20)
 			if c := ep.Counters().TxGSO.Load(); gso != (c > 0) {
 				t.Errorf("GSO %v, but %d GSO packets went to the kernel whole", gso, c)
 			}
