@@ -81,6 +81,15 @@ func (b *Buffer) Held() int {
 	return t
 }
 
+// Slices calls fn with the bytes held, view by view, oldest first: the
+// queue's own memory, for tests of where a packet's bytes lie. fn must not
+// keep or change them.
+func (b *Buffer) Slices(fn func([]byte)) {
+	for _, v := range b.views[b.head:] {
+		fn(v.AsSlice())
+	}
+}
+
 // Write appends up to Free() bytes of p and returns how many it took.
 func (b *Buffer) Write(p []byte) int {
 	p = p[:min(len(p), b.Free())]
@@ -189,6 +198,7 @@ func (b *Buffer) Clone(off uint64, n int) buffer.Buffer {
 	i, at := b.seek(off)
 	skip := int(off - at)
 	for n > 0 {
+		// control:sendbuf-clone-copies
 		v := b.views[i].Clone()
 		v.TrimFront(skip)
 		skip = 0
