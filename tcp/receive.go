@@ -206,6 +206,7 @@ func (e *endpoint) appendRcv(p []byte) {
 // aggregate spans. The queue copies rather than keeps once its views would
 // pin more than twice the room plus two chunks (rcvbuf's truesize bound).
 func (e *endpoint) keepRcv(data span) {
+	// control:rcv-aggregate-staged
 	limit := 2*(e.rcvBuf+e.rcvSpare(e.rcvBuf)) + 2*buffer.MaxChunkSize
 	data.each(func(v *buffer.View, off int, b []byte) {
 		c := v.Clone()
