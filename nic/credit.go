@@ -1,6 +1,8 @@
 // Package nic holds what every link endpoint of netramp shares: the card's TX
 // credit, which the TCP sender reads to tell a stop on the card from a stop on
-// the congestion window (the half-window rule of cc/limited.go).
+// the congestion window (the half-window rule of cc/limited.go), and delivery
+// bursts (burst.go), which a link reports so the TCP receiver can acknowledge
+// a burst once at its end.
 //
 // Link endpoints live in sub-packages: nic/wire (an emulated path), nic/tap
 // (a Linux TAP device) and nic/i219 (the Intel driver); nic/gso segments TCP

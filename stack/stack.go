@@ -149,8 +149,12 @@ func New(o Options) (*Stack, error) {
 		if name == "" {
 			name = fmt.Sprintf("nic%d", id)
 		}
+		link := n.Link
+		if b := tcp.Bursts(s, id); b != nil {
+			link = &burstLink{LinkEndpoint: link, bursts: b}
+		}
 		// control:stack-default-qdisc
-		if err := s.CreateNICWithOptions(id, n.Link, gstack.NICOptions{Name: name, QDisc: &directQDisc{link: n.Link}}); err != nil {
+		if err := s.CreateNICWithOptions(id, link, gstack.NICOptions{Name: name, QDisc: &directQDisc{link: n.Link}}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("stack: create NIC %d: %s", id, err)
 		}

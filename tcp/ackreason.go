@@ -20,6 +20,7 @@ const (
 	ackInvalid               // an unacceptable segment or a challenge (RFC 5961)
 	ackRefused               // again, after the link refused it
 	ackProbe                 // a keepalive or zero-window probe (RFC 9293 §3.8.4, §3.8.6.1)
+	ackBurstEnd              // the end of a link's delivery burst, for the every-second ACKs held in it (coalesce.go)
 	numAckReasons
 )
 
@@ -36,6 +37,7 @@ var ackReasonDocs = [numAckReasons]struct{ name, doc string }{
 	ackInvalid:     {"invalid", "pure ACKs answering an unacceptable segment, or challenge ACKs (RFC 5961)"},
 	ackRefused:     {"refused", "pure ACKs sent again after the link refused them"},
 	ackProbe:       {"probe", "keepalives and zero-window probes"},
+	ackBurstEnd:    {"burst-end", "pure ACKs sent at the end of a link's delivery burst for the every-second ACKs held in it (coalesce.go)"},
 }
 
 // newAckCounters registers tcp.acks.sent.<reason> for every reason.

@@ -77,7 +77,7 @@ func newStats(r *counters.Registry) *stats {
 		gsoPackets:           m("tcp.gso.packets", "packets of several segments handed to a link that segments them (GSO); tcp.segments.out counts their segments"),
 
 		acks:          newAckCounters(r),
-		acksCoalesced: m("tcp.acks.coalesced", "every-second ACKs not sent because segments arrived during a flush: one ACK follows for them all (coalesce.go)"),
+		acksCoalesced: m("tcp.acks.coalesced", "every-second ACKs not sent because segments arrived during a flush or a link's delivery burst: one ACK follows for them all (coalesce.go)"),
 		cc:            cc.NewCounters(r),
 	}
 }

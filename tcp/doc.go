@@ -8,6 +8,8 @@
 //	timer.go     timers on the stack's clock
 //	pmtu.go      DF on every segment, and Packet Too Big lowering the MSS
 //	gso.go       an opportunity's new segments as one packet on a link that segments (GSO)
+//	coalesce.go  every-second ACKs held over a flush's backlog or a link's delivery burst
+//	burst.go     a NIC's delivery bursts (nic.Bursts), as its link reports them
 //	counters.go  the tcp.* counters
 //
 // Loss recovery (its state, recovery point, duplicate ACKs, PRR, undo and RTO
@@ -25,6 +27,9 @@
 //   - a RST in TIME-WAIT is ignored (RFC 1337 §3);
 //   - the minimum RTO is 200 ms (tcp/internal/rtt);
 //   - a loss RACK finds after an RTO starts a PRR-paced fast recovery
-//     (tcp/internal/recovery/sack.go, RFC 6675 §5.1 leaves it to slow start).
+//     (tcp/internal/recovery/sack.go, RFC 6675 §5.1 leaves it to slow start);
+//   - segments that arrive together (during a flush, or in a burst a link
+//     reports) draw one ACK for up to 16, not one every second segment
+//     (coalesce.go, RFC 5681 §4.2).
 
 package tcp

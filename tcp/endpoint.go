@@ -174,6 +174,10 @@ type endpoint struct {
 	ackCount    int       // segments toward the next every-second-segment ACK (receiveInOrder)
 	ackNow      ackReason // an ACK owed at once, and why (ackreason.go)
 	ackHeld     bool      // an every-second ACK held for the flush under way (coalesce.go)
+	burstHeld   bool      // an every-second ACK held for the end of a link's burst (coalesce.go)
+	rxBurst     *burst    // the burst state of the NIC the segment in hand came from (burst.go)
+	burstOn     *burst    // the burst list this endpoint is on, and that list's generation
+	burstGen    uint64
 	delackArmed bool
 	sackBlocks  []reasm.Range
 	dsack       *reasm.Range

@@ -38,7 +38,9 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 	if e.state == StateListen {
 		e.handleListen(id, pkt, &s)
 	} else {
+		e.rxBurst = e.p.burstAt(pkt.NICID)
 		e.handleSegment(&s)
+		e.rxBurst = nil
 		// Checks that drop a segment may still owe the peer an ACK.
 		if e.ackNow != ackNone && (e.state.synchronized() || e.state == StateSynRcvd) {
 			e.sendAck(ackNone)

@@ -87,6 +87,7 @@ func (e *endpoint) ackCarried() {
 	e.ackPending = 0
 	e.ackNow = ackNone
 	e.ackHeld = false
+	e.burstHeld = false
 	e.dsack = nil
 	e.tDelack.stop()
 }

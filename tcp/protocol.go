@@ -11,6 +11,7 @@ package tcp
 import (
 	"encoding/binary"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,9 @@ type protocol struct {
 	serial atomic.Uint64
 	// challenges is the stack-wide challenge-ACK limit (RFC 5961 §7).
 	challenges *stackLimit
+	// bursts are the NICs' delivery bursts (burst.go), by NIC ID.
+	bursts   atomic.Pointer[burstTable]
+	burstsMu sync.Mutex
 }
 
 // fill replaces zero fields by their defaults; validate has run.

@@ -3,8 +3,10 @@ package gso
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
@@ -16,13 +18,19 @@ import (
 // which Link splits with Segment before its inner endpoint sees them, as a
 // NIC's TSO engine would; or, with LinkOptions.GRO, passes on whole as the
 // aggregate a receiver's GRO would rebuild from those frames. Received frames
-// pass untouched.
+// pass untouched. The two ends of NewPipe also report each write to the
+// far end's stack as one delivery burst.
 type Link struct {
 	stack.LinkEndpoint
 	maxSize uint32
 	gro     bool
 	c       *Counters
+	peer    *Link                      // NewPipe's far end, whose stack this end's writes reach inline
+	disp    atomic.Pointer[dispatcher] // what this end's stack attached, for the peer's bursts
 }
+
+// dispatcher is a Link's attached dispatcher, boxed for atomic.Pointer.
+type dispatcher struct{ stack.NetworkDispatcher }
 
 // Counters are a Link's nic.gso.* counters.
 type Counters struct {
@@ -72,6 +80,51 @@ func NewLink(inner stack.LinkEndpoint, o LinkOptions) (*Link, error) {
 		Drops:   r.MustRegister("nic.gso.drops", "GSO packets dropped because their headers could not be split"),
 	}
 	return &Link{LinkEndpoint: inner, maxSize: o.MaxSize, gro: o.GRO, c: c}, nil
+}
+
+// NewPipe returns the two ends of an in-memory link of the given MTU
+// (gVisor's pipe), each a Link with options o. A write at one end is
+// delivered inline, on the writer's goroutine, into the other end's stack,
+// and NewPipe reports each write of two or more frames as one delivery
+// burst there (nic.Bursts): the frames a GSO packet is cut into, and all
+// the packets of one WritePackets call, arrive together, as frames that
+// reach a NIC back to back are handed to its stack by one poll. gVisor's
+// pipe alone reports no bursts.
+func NewPipe(mtu uint32, o LinkOptions) (*Link, *Link, error) {
+	pa, pb := pipe.New("", "", mtu)
+	a, err := NewLink(pa, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := NewLink(pb, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.peer, b.peer = b, a
+	return a, b, nil
+}
+
+// Attach implements stack.LinkEndpoint; it keeps the dispatcher for the
+// bursts of the far end's writes (NewPipe).
+func (l *Link) Attach(d stack.NetworkDispatcher) {
+	if d == nil {
+		l.disp.Store(nil)
+	} else {
+		l.disp.Store(&dispatcher{d})
+	}
+	l.LinkEndpoint.Attach(d)
+}
+
+// peerDispatcher is what the far end's stack attached, nil without a far
+// end or before it attached.
+func (l *Link) peerDispatcher() stack.NetworkDispatcher {
+	if l.peer == nil {
+		return nil
+	}
+	if d := l.peer.disp.Load(); d != nil {
+		return d.NetworkDispatcher
+	}
+	return nil
 }
 
 // Counters returns the link's counters.
@@ -129,7 +182,13 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		clear(w.made)
 		w.made = w.made[:0]
 	}
+	var far stack.NetworkDispatcher
+	if w.out.Len() > 1 {
+		far = l.peerDispatcher() // nil (no burst) but for NewPipe's ends
+	}
+	nic.BeginBurst(far)
 	n, err := l.LinkEndpoint.WritePackets(w.out)
+	nic.EndBurst(far)
 	written := pkts.Len() // malformed packets were dropped, not refused
 	if n < w.out.Len() {
 		written = 0

@@ -182,7 +182,7 @@ func (e *Endpoint) resetUnit() {
 
 // pollRX reaps up to PollBatch completed RX descriptors, copies each good
 // frame out, re-arms the same buffer and hands the frames to the stack
-// after the ring lock is released.
+// after the ring lock is released, as one delivery burst.
 func (e *Endpoint) pollRX() int {
 	if e.rxPaused.Load() {
 		return 0
@@ -235,6 +235,12 @@ func (e *Endpoint) pollRX() int {
 	e.mu.RLock()
 	disp := e.dispatcher
 	e.mu.RUnlock()
+	// The frames of one pass are one delivery burst (nic.Bursts), as a
+	// kernel's NAPI poll of the ring: PollBatch bounds it.
+	burst := disp != nil && len(out) > 1
+	if burst {
+		nic.BeginBurst(disp)
+	}
 	for i, pkt := range out {
 		if disp == nil {
 			e.st.rxUnattached.Inc()
@@ -243,6 +249,9 @@ func (e *Endpoint) pollRX() int {
 		}
 		pkt.DecRef()
 		out[i] = nil
+	}
+	if burst {
+		nic.EndBurst(disp)
 	}
 	return n
 }

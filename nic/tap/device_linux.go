@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/netramp/netramp/nic/netns"
@@ -45,9 +47,10 @@ type Config struct {
 // Device is an open TAP or TUN file. Reads and writes go through Go's
 // poller, so Close unblocks a pending Read.
 type Device struct {
-	f    *os.File
-	name string
-	cfg  Config
+	f      *os.File
+	name   string
+	cfg    Config
+	closed atomic.Bool
 }
 
 // Open creates (or attaches to) the device that cfg names. The device goes
@@ -179,4 +182,59 @@ func (d *Device) waitWritable() (bool, error) {
 }
 
 // Close closes the file; a non-persistent device disappears with it.
-func (d *Device) Close() error { return d.f.Close() }
+func (d *Device) Close() error {
+	d.closed.Store(true)
+	return d.f.Close()
+}
+
+// reader reads frames one at a time as Read does, but tells the caller
+// when none is ready, before it waits in Go's poller for the next: where a
+// delivery burst ends (Endpoint.readLoop). Its function value is made once,
+// so a read allocates nothing.
+type reader struct {
+	d    *Device
+	rc   syscall.RawConn
+	buf  []byte
+	n    int
+	err  error
+	idle func()
+	try  func(fd uintptr) bool
+}
+
+// newReader reads into buf, calling idle each time the device has nothing
+// ready to read; idle runs with the device's read lock held, so it must
+// not read the device itself.
+func (d *Device) newReader(buf []byte, idle func()) (*reader, error) {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{d: d, rc: rc, buf: buf, idle: idle}
+	r.try = r.attempt
+	return r, nil
+}
+
+// attempt is one non-blocking read; false means wait for readability.
+func (r *reader) attempt(fd uintptr) bool {
+	r.n, r.err = unix.Read(int(fd), r.buf)
+	if r.err == unix.EAGAIN {
+		r.idle()
+		return false
+	}
+	return true
+}
+
+// read returns the next frame's length in buf, waiting for one;
+// os.ErrClosed once the device is closed.
+func (r *reader) read() (int, error) {
+	if err := r.rc.Read(r.try); err != nil {
+		if r.d.closed.Load() {
+			return 0, os.ErrClosed
+		}
+		return 0, err
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	return r.n, nil
+}

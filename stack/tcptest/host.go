@@ -44,7 +44,22 @@ type Link struct {
 	// on a link that delivers synchronously (gVisor's pipe).
 	OnWrite func()
 	waiters []func()
+	disp    gstack.NetworkDispatcher
 }
+
+// Attach implements gstack.LinkEndpoint, keeping the dispatcher for
+// BeginBurst and EndBurst.
+func (l *Link) Attach(d gstack.NetworkDispatcher) {
+	l.disp = d
+	l.Endpoint.Attach(d)
+}
+
+// BeginBurst tells the stack that the frames injected from now until
+// EndBurst arrive as one burst (nic.BeginBurst), as from one RX ring poll.
+func (l *Link) BeginBurst() { nic.BeginBurst(l.disp) }
+
+// EndBurst ends the burst (nic.EndBurst).
+func (l *Link) EndBurst() { nic.EndBurst(l.disp) }
 
 // WritePackets implements gstack.LinkEndpoint.
 func (l *Link) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {

@@ -1,0 +1,106 @@
+package gso
+
+import (
+	"strings"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netramp/netramp/nic"
+)
+
+// burstLog is a dispatcher that listens for bursts and logs, in order,
+// "begin", "end" and one "frame" a delivery.
+type burstLog struct{ events []string }
+
+func (l *burstLog) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
+	l.events = append(l.events, "frame")
+}
+func (l *burstLog) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+func (l *burstLog) BeginBurst()                                                        { l.events = append(l.events, "begin") }
+func (l *burstLog) EndBurst()                                                          { l.events = append(l.events, "end") }
+
+var _ nic.BurstDispatcher = (*burstLog)(nil)
+
+// take returns the events logged since the last call, joined by spaces.
+func (l *burstLog) take() string {
+	s := strings.Join(l.events, " ")
+	l.events = nil
+	return s
+}
+
+// write writes one packet of payload at l, a GSO one when mss > 0.
+func write(t *testing.T, l stack.LinkEndpoint, payload []byte, mss uint16) {
+	t.Helper()
+	b := ipv4Packet(payload)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 40, Payload: buffer.MakeWithData(b[40:])})
+	copy(pkt.TransportHeader().Push(20), b[20:40])
+	copy(pkt.NetworkHeader().Push(20), b[:20])
+	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+	if mss > 0 {
+		pkt.GSOOptions = stack.GSO{Type: stack.GSOTCPv4, MSS: mss, NeedsCsum: true}
+	}
+	var pkts stack.PacketBufferList
+	pkts.PushBack(pkt)
+	if n, err := l.WritePackets(pkts); err != nil || n != 1 {
+		t.Fatalf("WritePackets = %d, %v", n, err)
+	}
+	pkts.DecRef()
+}
+
+// TestPipeDeliversEachWriteAsOneBurst: the frames a GSO packet written at
+// one end of NewPipe is cut into reach the far end's dispatcher between one
+// BeginBurst and one EndBurst; a write of one frame is no burst, and a Link
+// over a pipe end of its own (NewLink) reports none.
+func TestPipeDeliversEachWriteAsOneBurst(t *testing.T) {
+	a, b, err := NewPipe(1500, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	near, far := &burstLog{}, &burstLog{}
+	a.Attach(near)
+	b.Attach(far)
+	write(t, a, make([]byte, 3000), 1460)
+	if got := far.take(); got != "begin frame frame frame end" {
+		t.Errorf("a GSO packet of three frames: far end got %q", got)
+	}
+	write(t, b, make([]byte, 100), 0)
+	if got := near.take(); got != "frame" {
+		t.Errorf("one frame: near end got %q, want no burst", got)
+	}
+	if got := far.take(); got != "" {
+		t.Errorf("a write at the far end reached its own dispatcher: %q", got)
+	}
+
+	pa, pb := pipe.New("", "", 1500)
+	alone, err := NewLink(pa, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &burstLog{}
+	pb.Attach(log)
+	write(t, alone, make([]byte, 3000), 1460)
+	if got := log.take(); got != "frame frame frame" {
+		t.Errorf("NewLink's frames: far end got %q, want no burst", got)
+	}
+}
+
+// TestPipeWithoutFarDispatcherDeliversNothing: once the far end is
+// detached, a write reports no burst to the dispatcher it had.
+func TestPipeWithoutFarDispatcherDeliversNothing(t *testing.T) {
+	a, b, err := NewPipe(1500, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &burstLog{}
+	b.Attach(log)
+	b.Attach(nil)
+	write(t, a, make([]byte, 3000), 1460)
+	if len(log.events) != 0 {
+		t.Errorf("detached far end got %v", log.events)
+	}
+}
