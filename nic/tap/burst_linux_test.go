@@ -96,3 +96,27 @@ func TestTAPReaderDeliversInBurstsThatEndWhenIdle(t *testing.T) {
 	}
 	t.Logf("%d events, at most %d frames a burst", len(events), most)
 }
+
+// TestTAPDetachStopsReader: detaching the endpoint (Attach(nil), as a
+// gVisor stack removing the NIC does) stops its reader, so a Wait after it
+// returns, as gVisor's Stack.Wait expects of a link it removes.
+func TestTAPDetachStopsReader(t *testing.T) {
+	_, dev := kernelSide(t, tap.Config{})
+	ep, err := tap.New(dev, tap.Options{MAC: ourMAC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.Attach(&burstLog{})
+	ep.Attach(nil)
+	stopped := make(chan struct{})
+	go func() { ep.Wait(); close(stopped) }()
+	// The bound detects a reader that never stops, not a speed.
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after Attach(nil): the reader was not stopped")
+	}
+	if err := ep.Err(); err != nil {
+		t.Errorf("reader stopped with %v, want no error (a closed device)", err)
+	}
+}
