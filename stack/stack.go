@@ -58,6 +58,7 @@ type Stack struct {
 	s       *gstack.Stack
 	reg     *counters.Registry
 	credits map[tcpip.NICID]nic.Credit
+	links   []gstack.LinkEndpoint // each NIC's link, for Close to wait on
 }
 
 // seededReader is a deterministic byte stream for Options.Seed; it is not
@@ -155,9 +156,10 @@ func New(o Options) (*Stack, error) {
 		}
 		// control:stack-default-qdisc
 		if err := s.CreateNICWithOptions(id, link, gstack.NICOptions{Name: name, QDisc: &directQDisc{link: n.Link}}); err != nil {
-			s.Close()
+			st.Close()
 			return nil, fmt.Errorf("stack: create NIC %d: %s", id, err)
 		}
+		st.links = append(st.links, n.Link)
 		pfx := n.Addr
 		proto := ipv4.ProtocolNumber
 		if pfx.Addr().Is6() && !pfx.Addr().Is4In6() {
@@ -166,7 +168,7 @@ func New(o Options) (*Stack, error) {
 		addr := tcpip.AddrFromSlice(pfx.Addr().Unmap().AsSlice())
 		pa := tcpip.ProtocolAddress{Protocol: proto, AddressWithPrefix: tcpip.AddressWithPrefix{Address: addr, PrefixLen: pfx.Bits()}}
 		if err := s.AddProtocolAddress(id, pa, gstack.AddressProperties{}); err != nil {
-			s.Close()
+			st.Close()
 			return nil, fmt.Errorf("stack: address on NIC %d: %s", id, err)
 		}
 		routes = append(routes, tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: id})
@@ -201,9 +203,30 @@ func (s *Stack) Gvisor() *gstack.Stack { return s.s }
 // Counters returns the stack's counter registry.
 func (s *Stack) Counters() *counters.Registry { return s.reg }
 
-// Close removes the NICs and stops the stack.
+// Close aborts the stack's connections, removes its NICs, which detaches
+// and closes each link and so stops its reader, waits for each link's
+// goroutines, then for the stack's own. It closes the links the stack was
+// built with.
+//
+// The NICs go before gVisor's Stack.Wait, one RemoveNIC each, because that
+// Wait removes the NICs left and waits for their links while it holds the
+// stack's lock. A link's reader already inside a delivery (past the NIC's
+// enabled check, so detaching cannot recall it) needs that lock to finish:
+// IPv4 input reads the NIC table (FindNICNameFromID), and a reset reply
+// finds a route (FindRoute). The reader can then never stop, and Wait
+// never returns. RemoveNIC holds the lock only to unlink the NIC, and
+// closes the link after releasing it, so the reader finishes its delivery
+// and exits, whichever TCP the stack runs.
 func (s *Stack) Close() {
 	s.s.Close()
+	// control:stack-close-links-under-lock
+	for id := range s.s.NICInfo() {
+		// An error says the NIC is gone already: nothing to stop.
+		_ = s.s.RemoveNIC(id)
+	}
+	for _, l := range s.links {
+		l.Wait()
+	}
 	s.s.Wait()
 }
 
