@@ -88,9 +88,13 @@ func (g *GVisor) Listen(ap netip.AddrPort) (net.Listener, error) {
 	return gonet.ListenTCP(g.S, full(ap), ipv4.ProtocolNumber)
 }
 
-// Close destroys the stack (and closes its link endpoints).
+// Close destroys the stack and closes its link endpoint. The NIC is removed
+// before Wait, as netramp's stack.Close does and for its reason: Wait would
+// wait for the link's reader holding the stack's lock, which a delivery
+// under way needs to finish.
 func (g *GVisor) Close() {
 	g.S.Close()
+	_ = g.S.RemoveNIC(1)
 	g.S.Wait()
 }
 
