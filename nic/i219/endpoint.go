@@ -361,7 +361,8 @@ func (e *Endpoint) IsAttached() bool {
 // bounded by one second: gVisor's Stack.Wait calls it holding the stack's
 // lock, and a delivery already in progress may be waiting for that lock;
 // the loop then ends as soon as the delivery returns (it sees no
-// dispatcher and the stop request).
+// dispatcher and the stop request). netramp's stack.Close never meets the
+// bound: it removes the NIC first, whose Close joins the loop unlocked.
 func (e *Endpoint) Wait() {
 	e.loopMu.Lock()
 	done, stopping, detached := e.done, e.stopping, e.detached
