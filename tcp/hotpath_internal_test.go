@@ -46,7 +46,7 @@ func TestPathChecksumIsTheRoutes(t *testing.T) {
 			t.Fatalf("length %d: %#x, the route's %#x", n, got, want)
 		}
 	}
-	if pa.reserve != int(r.MaxHeaderLength()) || pa.csum != r.RequiresTXTransportChecksum() || pa.ttl != r.DefaultTTL() {
+	if pa.reserve != int(r.MaxHeaderLength()) || pa.csum != r.RequiresTXTransportChecksum() || pa.ttl != r.DefaultTTL() || pa.mss != routeMSS(r) {
 		t.Fatalf("%+v differs from its route", pa)
 	}
 }
