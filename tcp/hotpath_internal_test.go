@@ -98,3 +98,25 @@ func BenchmarkRearmTimer(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOurMSS reads the MSS we announce, as every window update and
+// in-order segment does: "path" as now, "route" asking the route (network
+// endpoint lookup, link MTU) as it did before.
+func BenchmarkOurMSS(b *testing.B) {
+	r := benchRoute(b)
+	e := &endpoint{route: r}
+	b.Run("path", func(b *testing.B) {
+		for b.Loop() {
+			if e.ourMSS() != 1460 {
+				b.Fatal(e.ourMSS())
+			}
+		}
+	})
+	b.Run("route", func(b *testing.B) {
+		for b.Loop() {
+			if routeMSS(r) != 1460 {
+				b.Fatal(routeMSS(r))
+			}
+		}
+	})
+}
