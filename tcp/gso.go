@@ -109,6 +109,7 @@ func (e *endpoint) flushRun() {
 		g = pa.gso
 		g.MSS = uint16(r.mss)
 		e.p.st.gsoPackets.Inc()
+		e.p.st.gsoSegments.Add(uint64(r.segs))
 		e.outExtra += r.segs - 1
 	}
 	payload := e.sbuf.Clone(r.start-1, r.payload) // shares the queue's bytes: no copy
