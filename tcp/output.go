@@ -412,9 +412,10 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	}
 	if e.clockPaced {
 		rate, burst := e.ctl.ClockPacing(e.est.MinRTT(), e.est.SRTT(), int(e.q.InFlight()))
-		e.pace.SetRate(rate, e.paceBytes(burst))
+		e.pace.SetRate(rate, e.gsoBurst(rate, e.paceBytes(burst)))
 	} else {
-		e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
+		rate := e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT())
+		e.pace.SetRate(rate, e.gsoBurst(rate, 2*e.smss))
 	}
 	at := e.pace.NextSend(now, size+header.TCPMinimumSize)
 	if at <= now {
