@@ -162,3 +162,54 @@ func (e *endpoint) gsoBurst(rate float64, burst int) int {
 	grain := rate * paceGrain.Seconds()
 	return max(burst, int(min(grain, float64(e.paceBytes(pa.gsoBytes)))))
 }
+
+// corkTail reports whether the new data left, avail bytes, which the peer's
+// window (wndRoom bytes) would take whole, waits for the application's next
+// write instead of leaving as a GSO packet short of the full smss-byte
+// segments one packet holds; it notes the hold for endWrite.
+//
+// Departure from the rule above that only the packet changes with offload,
+// and from sending what Nagle (RFC 9293 §3.7.4) lets go: like Linux's
+// autocorking (tcp_should_autocork: a write's last, partial packet waits
+// while earlier packets of the socket are still in the host's queues), data
+// short of a full GSO packet waits while the application is in Write and a
+// packet of ours is ahead of it: a full run being built, or the outbox being
+// written, during which a synchronous link hands back the ACK of everything
+// sent. Without it, each 64 KB write (45 segments and 376 bytes) left as a
+// GSO packet and a runt, which Nagle held only until that ACK, inside the
+// same write: two packets and two ACKs a write where one and one carry it
+// (osbench cpu over TSO and GRO). It is safe: the application's next write
+// sends the tail with its own data, a FIN or TCP_NODELAY is never held, a
+// window- or cwnd-limited send is never held, and when the write that held
+// it returns the pacing timer is set to fire at once (endWrite), so the tail
+// leaves as soon as the clock runs it if no write comes.
+func (e *endpoint) corkTail(avail, wndRoom, smss uint64) bool {
+	pa := e.pathOf()
+	// control:tcp-gso-tail-never-corked
+	if !e.inWrite || pa.gsoBytes == 0 || e.nodelay || e.finQueued || e.probe || avail > wndRoom || smss == 0 {
+		return false
+	}
+	r := &e.run
+	if r.segs > 0 && r.payload+int(smss) <= pa.gsoBytes {
+		return false // the run under way is completed first
+	}
+	if !e.flushing && r.segs == 0 && len(e.outbox) == 0 {
+		return false // nothing of ours ahead: a lone write leaves at once
+	}
+	if avail >= uint64(pa.gsoBytes)/smss*smss {
+		return false
+	}
+	e.tailCorked = true
+	return true
+}
+
+// endWrite ends the application's Write once its flush is done, and sets
+// the pacing timer to fire at once if corkTail held data for a next write
+// that may not come.
+func (e *endpoint) endWrite() {
+	e.inWrite = false
+	if e.tailCorked {
+		e.tailCorked = false
+		e.tPace.arm(0)
+	}
+}

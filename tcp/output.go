@@ -329,6 +329,9 @@ func (e *endpoint) nextNewData(smss, cwnd uint64) (candidate, cc.StopReason, boo
 	if !e.probe && !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
 		return candidate{}, cc.StopCwnd, false
 	}
+	if e.corkTail(avail, wndRoom, smss) {
+		return candidate{}, cc.StopApp, false
+	}
 	fin := finUnsent && e.sndNxt+size == dataEnd
 	if size < smss && size < avail {
 		// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1).
