@@ -14,7 +14,9 @@ import (
 // The sender keeps every per-segment rule when the link segments for it:
 // each MSS-sized segment is decided, pushed on the retransmission queue,
 // counted, paced and timed exactly as without offload, and only the packet
-// that carries it changes. Consecutive new segments of one opportunity with
+// that carries it changes, but for two stated departures that keep a packet
+// from being cut short: the pacer's burst at rates no timer can space
+// (gsoBurst) and a write's tail held for the next write (corkTail). Consecutive new segments of one opportunity with
 // the same headers but for the sequence number (ACK, window, options: the
 // timestamp is the opportunity's, SACK blocks only change between inbound
 // segments) form a run, written as one packet of up to the link's GSO size
@@ -25,8 +27,8 @@ import (
 // that the IPv4 ID counts up per segment, which a datagram with DF need not
 // make unique (RFC 6864 §4.1). Retransmissions, loss probe resends, segments
 // without data and segments that may be fragmented (pmtu.go) always go
-// alone. Without GSO on the route nothing here runs: runJoin declines and
-// deferOutput defers nothing.
+// alone. Without GSO on the route nothing here runs: runJoin declines,
+// deferOutput defers nothing, and gsoBurst and corkTail change nothing.
 
 // gsoRun is the run being built: new data [start, end) of sequence offsets
 // (a FIN takes the last), segs segments of mss payload bytes but the last,
