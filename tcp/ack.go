@@ -191,7 +191,7 @@ func (e *endpoint) recoveryOnAck(s *segment, opts *header.TCPOptions, res rtxq.A
 	// control:tcp-sackless-dupacks-ignored-with-sack
 	if !sacked {
 		switch {
-		case !progress && len(s.payload) == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
+		case !progress && s.data.n == 0 && wasOutstanding && !s.has(header.TCPFlagFin|header.TCPFlagSyn):
 			dupDelivered = uint64(e.smss)
 			// control:tcp-no-dupack-recovery-without-sack
 			renoEnter = e.rec.OnDupAck()

@@ -2,16 +2,23 @@ package tcp_test
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
+	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netramp/netramp/nic/gso"
 	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/tcp"
 )
@@ -259,4 +266,115 @@ func BenchmarkInboundChecksum(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A bulk transfer between two stacks over an in-memory link, with the
+// sender's GSO packets cut into MTU frames (TSO) or passed on whole (GRO
+// aggregates), allocates nothing per segment on either side: gVisor's IP
+// layers and the links included, the gonet adapter left out (the test
+// writes and reads the endpoints directly, with a reader and a writer
+// reused). The writer keeps the send queue full, so each write adds the few
+// kilobytes an ACK freed as a chunk of its own and an aggregate spans many.
+func TestBulkTransferOverGSOLinksAllocatesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		gso  bool
+		gro  bool
+	}{{"plain", false, false}, {"tso", true, false}, {"gro-aggregate", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			la, lb := pipe.New("", "", 1500)
+			count := &packetCount{LinkEndpoint: la}
+			var a gstack.LinkEndpoint = count
+			if c.gso {
+				l, err := gso.NewLink(count, gso.LinkOptions{MaxSize: 64 << 10, GRO: c.gro})
+				if err != nil {
+					t.Fatal(err)
+				}
+				a = l
+			}
+			cli, srv := pipeConn(t, a, lb, nil)
+			src, dst := pattern(0, 1<<20), make([]byte, 8<<10)
+			var r bytes.Reader
+			var w tcpip.SliceWriter
+			var bad error
+			moved, waits := 0, 0
+			step := func() { // fill the send queue, read 8 KB
+				if r.Len() == 0 {
+					r.Reset(src)
+				}
+				if _, err := cli.Write(&r, tcpip.WriteOptions{}); err != nil {
+					if _, full := err.(*tcpip.ErrWouldBlock); !full && bad == nil {
+						bad = fmt.Errorf("write: %v", err)
+					}
+				}
+				w = tcpip.SliceWriter(dst)
+				res, err := srv.Read(&w, tcpip.ReadOptions{})
+				if _, empty := err.(*tcpip.ErrWouldBlock); empty {
+					waits++ // nothing to read: a timer (real time) must move it
+					time.Sleep(100 * time.Microsecond)
+				} else if err != nil && bad == nil {
+					bad = fmt.Errorf("read: %v", err)
+				}
+				moved += res.Count
+			}
+			// One P throughout: changing GOMAXPROCS empties sync.Pools.
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			for range 2000 { // past slow start and the buffers' growth
+				step()
+			}
+			// No collection while counting: one empties gVisor's buffer
+			// pools (sync.Pool), and refilling them costs an allocation
+			// per chunk and view the connection cycles through, once per
+			// collection, however many segments pass between collections.
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			p0, v0, m0, w0 := count.packets.Load(), count.views.Load(), moved, waits
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range 4000 {
+				step()
+			}
+			runtime.ReadMemStats(&after)
+			if bad != nil {
+				t.Fatal(bad)
+			}
+			allocs, packets, views := after.Mallocs-before.Mallocs, count.packets.Load()-p0, count.views.Load()-v0
+			segs := uint64(moved-m0) / 1448 // full segments' worth, however packed
+			t.Logf("%d allocations, %d packets with data (%d payload views), %d full segments, %d reads found nothing",
+				allocs, packets, views, segs, waits-w0)
+			if packets < 100 {
+				t.Fatalf("%d packets with data: the transfer stalled", packets)
+			}
+			// One per segment, packet or view would be thousands.
+			if allocs*20 > segs {
+				t.Errorf("%d allocations for %d segments (%d packets), want under one per 20 segments", allocs, segs, packets)
+			}
+			if c.gro && views <= packets {
+				t.Error("no aggregate spanned views")
+			}
+		})
+	}
+}
+
+// packetCount counts the packets with data a link writes, and their
+// payload views.
+type packetCount struct {
+	gstack.LinkEndpoint
+	packets, views atomic.Int64
+}
+
+func (l *packetCount) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	for _, pkt := range pkts.AsSlice() {
+		if pkt.Data().Size() > 0 {
+			l.packets.Add(1)
+			vl, off := pkt.AsViewList()
+			off += pkt.HeaderSize()
+			for v := vl.Front(); v != nil; v = v.Next() {
+				if off < v.Size() {
+					l.views.Add(1)
+				}
+				off = max(off-v.Size(), 0)
+			}
+		}
+	}
+	return l.LinkEndpoint.WritePackets(pkts)
 }

@@ -64,3 +64,40 @@ func ChecksumValid(pkt *stack.PacketBuffer) bool {
 	hdr := header.TCP(pkt.TransportHeader().Slice())
 	return checksumValid(pkt, hdr, pkt.Data().Size())
 }
+
+// SendQueueSlices is the bytes ep's send queue holds, view by view: its own
+// memory, for tests of where a packet's bytes lie.
+func SendQueueSlices(ep tcpip.Endpoint) [][]byte {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out [][]byte
+	e.sbuf.Slices(func(b []byte) { out = append(out, b) })
+	return out
+}
+
+// RcvQueueSlices is the bytes ep's receive queue holds, view by view: the
+// memory the application's reads will copy from.
+func RcvQueueSlices(ep tcpip.Endpoint) [][]byte {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var w sliceRecorder
+	e.rcvq.CopyTo(&w)
+	return w
+}
+
+type sliceRecorder [][]byte
+
+func (w *sliceRecorder) Write(b []byte) (int, error) {
+	*w = append(*w, b)
+	return len(b), nil
+}
+
+// RcvQueueLen is how many bytes ep holds for the application to read.
+func RcvQueueLen(ep tcpip.Endpoint) int {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rcvq.Len()
+}

@@ -169,7 +169,7 @@ func acceptable(segOff, segLen, rcvNxt, wnd uint64) bool {
 func (e *endpoint) unacceptable(s *segment, opts *header.TCPOptions, segOff, segLen, wnd uint64, now time.Duration) {
 	if !s.has(header.TCPFlagRst) {
 		if segLen > 0 && segOff < e.rcvNxt && e.sackOK {
-			e.dsack = &reasm.Range{Start: segOff, End: min64(segOff+uint64(len(s.payload)), e.rcvNxt)}
+			e.dsack = &reasm.Range{Start: segOff, End: min64(segOff+uint64(s.data.n), e.rcvNxt)}
 		}
 		e.owedAck(s, segOff, now)
 		if segOff+segLen > e.rcvNxt+wnd {
@@ -238,8 +238,8 @@ func (e *endpoint) handleText(s *segment, opts *header.TCPOptions, segOff uint64
 	fin := s.has(header.TCPFlagFin)
 	switch e.state {
 	case StateEstablished, StateFinWait1, StateFinWait2:
-		e.receive(segOff, s.payload, s.view, fin, now)
-		if len(s.payload) > 0 {
+		e.receive(segOff, s.data, fin, now)
+		if s.data.n > 0 {
 			e.measureRcvRTT(opts, now)
 		}
 	case StateCloseWait, StateClosing, StateLastAck:

@@ -41,7 +41,7 @@ func (e *endpoint) pawsRejects(s *segment, opts *header.TCPOptions, segOff uint6
 	}
 	// control:hosttests-paws-no-reorder-tolerance
 	// control:tcp-paws-no-reorder-tolerance
-	return len(s.payload) == 0 || segOff >= e.rcvAdv || lag >= pawsReorderTicks
+	return s.data.n == 0 || segOff >= e.rcvAdv || lag >= pawsReorderTicks
 }
 
 // updateTSRecent records the segment's TSval as TS.Recent (RFC 7323 §4.3:

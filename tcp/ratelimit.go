@@ -31,7 +31,7 @@ const (
 // and D-SACK, or a zero-window probe) is answered at once; anything else is
 // rate limited per connection.
 func (e *endpoint) owedAck(s *segment, segOff uint64, now time.Duration) {
-	carries := (len(s.payload) > 0 || s.has(header.TCPFlagFin)) && !s.has(header.TCPFlagSyn)
+	carries := (s.data.n > 0 || s.has(header.TCPFlagFin)) && !s.has(header.TCPFlagSyn)
 	if carries && segOff <= e.rcvNxt && e.rcvNxt-segOff <= uint64(e.p.opts.ReceiveBufferMax) {
 		e.owe(ackDuplicate)
 		return

@@ -14,31 +14,28 @@ import (
 	"github.com/netramp/netramp/tcp/internal/reasm"
 )
 
-// receive takes the in-window part of a segment's data and FIN; view, if
-// not nil, is the packet's view payload lies in.
-func (e *endpoint) receive(segOff uint64, payload []byte, view *buffer.View, fin bool, now time.Duration) {
+// receive takes the in-window part of a segment's data, where it lies in
+// the packet, and its FIN.
+func (e *endpoint) receive(segOff uint64, data span, fin bool, now time.Duration) {
 	if e.rdShut && e.userClosed {
 		// Data for a closed socket has no reader: RFC 9293 §3.10.4 (CLOSE
 		// with data pending) is answered by a reset.
-		if len(payload) > 0 {
+		if data.n > 0 {
 			e.resetLocked(&tcpip.ErrConnectionAborted{})
 			return
 		}
 	}
-	dataOff, payload, fin := e.trimToWindow(segOff, payload, fin)
+	dataOff, data, fin := e.trimToWindow(segOff, data, fin)
 	if fin {
 		e.finPending = true
-		e.finOff = dataOff + uint64(len(payload))
+		e.finOff = dataOff + uint64(data.n)
 	}
 	switch {
-	case len(payload) == 0:
+	case data.n == 0:
 	case dataOff == e.rcvNxt:
-		e.receiveInOrder(payload, view)
+		e.receiveInOrder(data)
 	default:
-		stored, err := e.ooo.Insert(dataOff, payload)
-		if err != nil || stored < len(payload) {
-			e.p.st.dropOOOFull.Add(uint64(len(payload) - stored))
-		}
+		e.storeOutOfOrder(dataOff, data)
 		e.owe(ackOutOfOrder) // out of order: ACK at once with SACK (RFC 5681 §4.2)
 	}
 	if e.finPending && e.finOff == e.rcvNxt {
@@ -73,45 +70,60 @@ func (e *endpoint) segmentsIn(n int) int {
 
 // trimToWindow cuts what lies below RCV.NXT (a duplicate, reported as
 // D-SACK, RFC 2883) and beyond the offered edge (with the FIN it carried).
-func (e *endpoint) trimToWindow(segOff uint64, payload []byte, fin bool) (uint64, []byte, bool) {
+func (e *endpoint) trimToWindow(segOff uint64, data span, fin bool) (uint64, span, bool) {
 	dataOff := segOff
-	if len(payload) > 0 && dataOff < e.rcvNxt {
+	if data.n > 0 && dataOff < e.rcvNxt {
 		cut := e.rcvNxt - dataOff
 		if e.sackOK {
 			e.dsack = &reasm.Range{Start: dataOff, End: e.rcvNxt}
 		}
 		e.owe(ackDuplicate)
-		if cut >= uint64(len(payload)) {
-			payload = nil
-		} else {
-			payload = payload[cut:]
-		}
+		data = data.cut(int(min(cut, uint64(data.n))), data.n)
 		dataOff = e.rcvNxt
 	}
-	if end := dataOff + uint64(len(payload)); end > e.rcvAdv {
+	if end := dataOff + uint64(data.n); end > e.rcvAdv {
 		keep := uint64(0)
 		if e.rcvAdv > dataOff {
 			keep = e.rcvAdv - dataOff
 		}
-		payload = payload[:keep]
+		data = data.cut(0, int(keep))
 		fin = false
 	}
-	return dataOff, payload, fin
+	return dataOff, data, fin
+}
+
+// storeOutOfOrder copies data, the bytes at dataOff, into the out-of-order
+// store, view by view (one Insert per view joins into one range), counting
+// what it refuses.
+func (e *endpoint) storeOutOfOrder(dataOff uint64, data span) {
+	at, stored, full := dataOff, 0, false
+	data.each(func(_ *buffer.View, _ int, b []byte) {
+		if full {
+			return
+		}
+		k, err := e.ooo.Insert(at, b)
+		stored += k
+		at += uint64(len(b))
+		full = err != nil || k < len(b)
+	})
+	if full {
+		e.p.st.dropOOOFull.Add(uint64(data.n - stored))
+	}
 }
 
 // receiveInOrder queues data at RCV.NXT, pulls in what the out-of-order
 // store now joins, and counts it toward the next ACK.
-func (e *endpoint) receiveInOrder(payload []byte, view *buffer.View) {
-	if free := e.rcvRoom(); len(payload) > free {
+func (e *endpoint) receiveInOrder(data span) {
+	if free := e.rcvRoom(); data.n > free {
 		// Cannot happen while the window is honoured (the queue
 		// holds the whole advertised window); keep what fits and
 		// let the rest be retransmitted rather than lose it.
-		e.p.st.dropOOOFull.Add(uint64(len(payload) - free))
-		payload = payload[:free]
+		e.p.st.dropOOOFull.Add(uint64(data.n - free))
+		data = data.cut(0, free)
 	}
 	hadHoles := !e.ooo.Empty()
-	e.keepRcv(payload, view)
-	e.rcvNxt += uint64(len(payload))
+	e.keepRcv(data)
+	e.rcvNxt += uint64(data.n)
 	if hadHoles {
 		e.rcvNxt = e.ooo.Take(e.rcvNxt, e.appendRcv)
 		e.owe(ackHoleFilled) // a hole filled: ACK at once (RFC 5681 §4.2)
@@ -124,11 +136,11 @@ func (e *endpoint) receiveInOrder(payload []byte, view *buffer.View) {
 	// by one and left each flight's last segment to the delayed-ACK timer:
 	// osbench's hello did so in the first flight, an autotuning window
 	// update in later ones, and at 100 ms a round's last ACK came 40 ms late.
-	segs := e.segmentsIn(len(payload))
+	segs := e.segmentsIn(data.n)
 	e.ackPending += segs
 	// control:tcp-ack-count-restarts-out-of-turn
 	e.ackCount += segs
-	if len(payload) < e.smss && len(payload) < e.ourMSS()-40 {
+	if data.n < e.smss && data.n < e.ourMSS()-40 {
 		// Short segments are not delayed past the peer's Nagle.
 		e.owe(ackShort)
 	}
@@ -189,26 +201,20 @@ func (e *endpoint) appendRcv(p []byte) {
 	e.rcvq.Append(p)
 }
 
-// keepRcv queues in-order bytes, p, by keeping a clone of the link's view v
-// that holds them (no copy) when there is one, else by copying them. The
-// queue copies rather than keeps once its views would pin more than twice
-// the room plus two chunks (rcvbuf's truesize bound).
-func (e *endpoint) keepRcv(p []byte, v *buffer.View) {
-	room := e.rcvRoom()
-	if v == nil || len(p) == 0 || len(p) > room {
-		e.appendRcv(p)
-		return
-	}
-	vs := v.AsSlice()
-	off := cap(vs) - cap(p) // p is a subslice of vs: its offset in it
-	if off < 0 || off+len(p) > len(vs) || &vs[off] != &p[0] {
-		e.appendRcv(p)
-		return
-	}
-	c := v.Clone()
-	c.TrimFront(off)
-	c.CapLength(len(p))
-	e.rcvq.AppendView(c, 2*(e.rcvBuf+e.rcvSpare(e.rcvBuf))+2*buffer.MaxChunkSize)
+// keepRcv queues in-order bytes (at most rcvRoom) by keeping a clone of each
+// link view that holds them: no byte is copied, however many views an
+// aggregate spans. The queue copies rather than keeps once its views would
+// pin more than twice the room plus two chunks (rcvbuf's truesize bound).
+func (e *endpoint) keepRcv(data span) {
+	// control:rcv-aggregate-staged
+	limit := 2*(e.rcvBuf+e.rcvSpare(e.rcvBuf)) + 2*buffer.MaxChunkSize
+	data.each(func(v *buffer.View, off int, b []byte) {
+		c := v.Clone()
+		c.TrimFront(off)
+		c.CapLength(len(b))
+		// control:rcv-pulled-up
+		e.rcvq.AppendView(c, limit)
+	})
 }
 
 // Read implements tcpip.Endpoint.

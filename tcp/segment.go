@@ -18,13 +18,12 @@ type segment struct {
 	seq, ack uint32
 	flags    header.TCPFlags
 	wnd      uint16
-	payload  []byte
 	opts     []byte
-	view     *buffer.View // the packet's view payload lies in, if one holds it all
+	data     span // the payload, where it lies in the packet
 }
 
 func (s *segment) logicalLen() int {
-	n := len(s.payload)
+	n := s.data.n
 	if s.flags&header.TCPFlagSyn != 0 {
 		n++
 	}
@@ -63,30 +62,74 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		wnd: hdr.WindowSize(), opts: hdr[header.TCPMinimumSize:off],
 	}
 	if size > 0 {
-		s.payload, s.view = payloadInPlace(pkt, size)
+		d, ok := payloadInPlace(pkt, size)
+		if !ok {
+			p.st.dropMalformed.Inc()
+			return segment{}, false
+		}
+		s.data = d
 	}
 	return s, true
 }
 
-// payloadInPlace is the segment's payload, read where it lies when one view
-// holds it, and that view: PullUp would copy a view whose chunk is shared (an
-// in-memory link shares it with the sender's packet), and in-order data is
-// kept as a clone of the view, not copied.
-func payloadInPlace(pkt *stack.PacketBuffer, size int) ([]byte, *buffer.View) {
+// span is a segment's payload where it lies in the packet: n bytes from off
+// bytes into view, running on through the views after it when one does not
+// hold them all (a receiver's GRO aggregate, or a payload that straddles two
+// of an in-memory sender's chunks). Nothing is pulled up: PullUp would copy
+// every payload that spans views, and in-order data is kept as clones of the
+// views (keepRcv), so copying here would be a copy per byte the receive
+// path need not make.
+type span struct {
+	view   *buffer.View
+	off, n int
+}
+
+// payloadInPlace is the span of the packet's size payload bytes, false if
+// its views hold fewer.
+func payloadInPlace(pkt *stack.PacketBuffer, size int) (span, bool) {
 	vl, off := pkt.AsViewList()
 	off += pkt.HeaderSize()
-	for v := vl.Front(); v != nil; v = v.Next() {
-		n := v.Size()
-		if off < n {
-			if off+size <= n {
-				return v.AsSlice()[off : off+size], v
-			}
-			break
-		}
-		off -= n
+	v := vl.Front()
+	for ; v != nil && off >= v.Size(); v = v.Next() {
+		off -= v.Size()
 	}
-	b, _ := pkt.Data().PullUp(size)
-	return b, nil
+	if v == nil {
+		return span{}, false
+	}
+	s := span{view: v, off: off, n: size}
+	for left := size; v != nil && left > 0; v = v.Next() {
+		left -= v.Size() - off
+		off = 0
+		if left <= 0 {
+			return s, true
+		}
+	}
+	return span{}, false
+}
+
+// cut is the span's bytes from skip on, at most n of them.
+func (p span) cut(skip, n int) span {
+	skip = min(skip, p.n)
+	p.n = min(n, p.n-skip)
+	p.off += skip
+	for p.view != nil && p.off >= p.view.Size() && p.n > 0 {
+		p.off -= p.view.Size()
+		p.view = p.view.Next()
+	}
+	return p
+}
+
+// each calls fn with each view's part of the span, in order: v is the view,
+// b its bytes that belong to the span, from off bytes into v.
+func (p span) each(fn func(v *buffer.View, off int, b []byte)) {
+	off, left := p.off, p.n
+	for v := p.view; v != nil && left > 0; v = v.Next() {
+		b := v.AsSlice()[off:]
+		b = b[:min(len(b), left)]
+		left -= len(b)
+		fn(v, off, b)
+		off = 0
+	}
 }
 
 // checksumValid checks the segment's checksum: header, payload and the
