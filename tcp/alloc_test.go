@@ -350,9 +350,11 @@ func TestBulkTransferOverGSOLinksAllocatesNothing(t *testing.T) {
 			if packets < 100 {
 				t.Fatalf("%d packets with data: the transfer stalled", packets)
 			}
-			// One per segment, packet or view would be thousands.
-			if allocs*20 > segs {
-				t.Errorf("%d allocations for %d segments (%d packets), want under one per 20 segments", allocs, segs, packets)
+			// One per segment, packet or view would be thousands; one
+			// per GRO aggregate, which carries some 34 segments since the
+			// sender fills its GSO packets, hundreds.
+			if allocs*20 > segs || int64(allocs)*10 > packets {
+				t.Errorf("%d allocations for %d segments (%d packets), want under one per 20 segments and one per 10 packets", allocs, segs, packets)
 			}
 			if c.gro && views <= packets {
 				t.Error("no aggregate spanned views")
