@@ -111,6 +111,8 @@ type endpoint struct {
 	run         gsoRun // new segments that leave together as one packet
 	outExtra    int    // frames the outbox's GSO packets carry beyond one each
 	outputLater bool   // an ACK came during a write: the writer runs its opportunity
+	inWrite     bool   // the application's Write is sending or its flush runs (corkTail)
+	tailCorked  bool   // corkTail held new data back for the next write
 
 	lst *listener // a listener's queues
 
@@ -272,6 +274,9 @@ func (e *endpoint) unlock() {
 			e.spare = batch[:0]
 		}
 		e.flushing = false
+		if e.inWrite {
+			e.endWrite()
+		}
 	}
 	ev := e.notify
 	e.notify = 0

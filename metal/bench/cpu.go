@@ -106,6 +106,10 @@ type CPUResult struct {
 	// Acks is this TCP's pure ACKs of both stacks by reason (tcp.acks.sent.*,
 	// without the prefix); empty for gVisor's TCP, which has no such counters.
 	Acks counters.Snapshot
+	// Sends is this TCP's GSO packets and their segments (tcp.gso.*) and
+	// its send opportunities by stop reason (tcp.stops.*), both stacks,
+	// with the prefix "tcp." cut; empty for gVisor's TCP.
+	Sends counters.Snapshot
 }
 
 // CPU runs, for each GOMAXPROCS, MTU and link kind, this TCP and then
@@ -208,19 +212,23 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	ipSent := func() uint64 {
 		return src.Gvisor().Stats().IP.PacketsSent.Value() + dst.Gvisor().Stats().IP.PacketsSent.Value()
 	}
-	acks := func() counters.Snapshot {
-		s := counters.Snapshot{}
-		for _, st := range []*stack.Stack{src, dst} {
-			for name, v := range st.Counters().Snapshot() {
-				if r, ok := strings.CutPrefix(name, "tcp.acks.sent."); ok {
-					s[r] += v
+	sum := func(prefix string, keep func(string) bool) func() counters.Snapshot {
+		return func() counters.Snapshot {
+			s := counters.Snapshot{}
+			for _, st := range []*stack.Stack{src, dst} {
+				for name, v := range st.Counters().Snapshot() {
+					if r, ok := strings.CutPrefix(name, prefix); ok && keep(r) {
+						s[r] += v
+					}
 				}
 			}
+			return s
 		}
-		return s
 	}
+	acks := sum("tcp.acks.sent.", func(string) bool { return true })
+	sends := sum("tcp.", func(n string) bool { return strings.HasPrefix(n, "gso.") || strings.HasPrefix(n, "stops.") })
 	runtime.GC()
-	pk0, acks0 := ipSent(), acks()
+	pk0, acks0, sends0 := ipSent(), acks(), sends()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
@@ -249,7 +257,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	if received != n {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
-	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
+	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0)}
 	mb := float64(n) / 1e6
 	r.MBps = mb / wall.Seconds()
 	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
@@ -317,6 +325,21 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 		for _, name := range r.Acks.Names() {
 			if v := r.Acks[name]; v > 0 {
 				fmt.Fprintf(w, " %s %.3g", name, float64(v)/(float64(r.Bytes)/1e6))
+			}
+		}
+	}
+	for _, r := range rs {
+		g := r.Sends
+		if g["gso.packets"] == 0 {
+			continue
+		}
+		printed = true
+		mb := float64(r.Bytes) / 1e6
+		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s GSO packets per MB %.3g, segments each %.1f; send stops per MB:", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP,
+			float64(g["gso.packets"])/mb, float64(g["gso.segments"])/float64(g["gso.packets"]))
+		for _, name := range g.Names() {
+			if v := g[name]; v > 0 && strings.HasPrefix(name, "stops.") {
+				fmt.Fprintf(w, " %s %.3g", strings.TrimPrefix(name, "stops."), float64(v)/mb)
 			}
 		}
 	}
