@@ -33,6 +33,8 @@ type burst struct {
 	gen  atomic.Uint64
 	mu   sync.Mutex
 	held []*endpoint // endpoints that held an ACK since the last end; gen names this list
+
+	tx atomic.Pointer[txHook] // the NIC's TxBatch (txbatch.go), nil without one
 }
 
 // BeginBurst implements nic.Bursts.
