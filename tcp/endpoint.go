@@ -252,6 +252,11 @@ func (e *endpoint) unlock() {
 			e.outExtra = 0
 			pa := *e.pathOf()
 			e.mu.Unlock()
+			// control:tcp-no-tx-batch
+			tx := e.p.txBatchFor(pa.r)
+			if tx != nil {
+				tx.OpenBatch() // the segments of this opportunity go out together
+			}
 			refusedAt := -1
 			for i := range batch {
 				if refusedAt >= 0 {
@@ -263,6 +268,9 @@ func (e *endpoint) unlock() {
 				if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
 					refusedAt = i
 				}
+			}
+			if tx != nil {
+				tx.CloseBatch() // no return between Open and here
 			}
 			e.mu.Lock()
 			if refusedAt >= 0 {

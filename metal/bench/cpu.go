@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
@@ -39,10 +38,13 @@ type Offload uint8
 
 // The kinds of link the CPU benchmark runs over.
 const (
-	// NoOffload carries MTU-sized packets over gVisor's pipe as it is:
-	// each packet a write of its own, delivered alone, so no delivery burst
-	// is reported (nic.Bursts) and our receiver ACKs every second segment
-	// (RFC 5681 §4.2).
+	// NoOffload carries MTU-sized packets, no GSO offered, over the same
+	// link as the offload rows (gso.NewPipe, gVisor's pipe inside), which
+	// delivers each write of several packets as one burst. Our TCP gathers
+	// the segments of one send opportunity into one write (tcp.TxBatch, the
+	// stack's qdisc), so our receiver hears them as one burst and ACKs once
+	// per burst (tcp/coalesce.go); gVisor's TCP writes one packet per call
+	// and hears no bursts, as over gVisor's pipe alone.
 	NoOffload Offload = iota
 	// TSO offers both stacks host GSO of 64 KiB and cuts each GSO packet
 	// into MTU-sized frames before delivery, as a NIC's TSO engine would
@@ -169,19 +171,18 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	if gv {
 		name = "gVisor"
 	}
-	// Both TCPs run over the same links: gVisor's pipe for the plain rows,
-	// nic/gso's pipe (which reports each write as a delivery burst) for the
-	// offload rows.
-	var la, lb gstack.LinkEndpoint
+	// Both TCPs run over the same links: nic/gso's pipe (which reports each
+	// write of several packets as a delivery burst), offering no GSO for the
+	// plain rows.
+	lo := gso.LinkOptions{MaxSize: 64 << 10, GRO: link == TSOGRO}
 	if link == NoOffload {
-		la, lb = pipe.New("", "", mtu)
-	} else {
-		a, b, err := gso.NewPipe(mtu, gso.LinkOptions{MaxSize: 64 << 10, GRO: link == TSOGRO})
-		if err != nil {
-			return CPUResult{}, err
-		}
-		la, lb = a, b
+		lo = gso.LinkOptions{NoGSO: true}
 	}
+	a, b, err := gso.NewPipe(mtu, lo)
+	if err != nil {
+		return CPUResult{}, err
+	}
+	var la, lb gstack.LinkEndpoint = a, b
 	src, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: la, Addr: sourcePrefix}}})
 	if err != nil {
 		return CPUResult{}, err
