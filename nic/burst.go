@@ -54,3 +54,16 @@ func EndBurst(d stack.NetworkDispatcher) {
 		b.EndBurst()
 	}
 }
+
+// BurstWriter is a link whose WritePackets sends the packets of one call
+// together, as one burst the far end can tell (a pipe that delivers them as
+// one delivery burst, a NIC that rings its doorbell once for them).
+// netramp's stack gathers the packets its TCP sends at one opportunity into
+// one WritePackets call for such a link only: a link that can refuse part of
+// a call (ErrNoBufferSpace) must not claim it, since a refusal of a gathered
+// packet can no longer reach the TCP that sent it and is counted as a drop.
+type BurstWriter interface {
+	// WritesBursts reports whether the link sends each WritePackets call as
+	// one burst and never refuses a packet of it.
+	WritesBursts() bool
+}

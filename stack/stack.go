@@ -154,8 +154,12 @@ func New(o Options) (*Stack, error) {
 		if b := tcp.Bursts(s, id); b != nil {
 			link = &burstLink{LinkEndpoint: link, bursts: b}
 		}
+		qd := &directQDisc{link: n.Link}
+		if bw, ok := n.Link.(nic.BurstWriter); ok && bw.WritesBursts() && tcp.SetTxBatch(s, id, qd) {
+			qd.gather, qd.drops = true, st.qdiscDrops()
+		}
 		// control:stack-default-qdisc
-		if err := s.CreateNICWithOptions(id, link, gstack.NICOptions{Name: name, QDisc: &directQDisc{link: n.Link}}); err != nil {
+		if err := s.CreateNICWithOptions(id, link, gstack.NICOptions{Name: name, QDisc: qd}); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("stack: create NIC %d: %s", id, err)
 		}

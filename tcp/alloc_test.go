@@ -340,7 +340,13 @@ func TestBulkTransferOverGSOLinksAllocatesNothing(t *testing.T) {
 			}
 			// One P throughout: changing GOMAXPROCS empties sync.Pools.
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-			for range 2000 { // past slow start and the buffers' growth
+			// Past slow start and the buffers' growth: a window update
+			// opens a sixteenth of the buffer (updateStep), so the bursts
+			// it releases, and the pools' working set with them, grow with
+			// the autotuned buffer; after 2,000 steps they still grew by
+			// up to 2,000 allocations in the 4,000 counted, after 12,000
+			// by at most about 200.
+			for range 12000 {
 				step()
 			}
 			// No collection while counting: one empties gVisor's buffer
@@ -365,9 +371,11 @@ func TestBulkTransferOverGSOLinksAllocatesNothing(t *testing.T) {
 			if packets < 100 {
 				t.Fatalf("%d packets with data: the transfer stalled", packets)
 			}
-			// One per segment, packet or view would be thousands.
-			if allocs*20 > segs {
-				t.Errorf("%d allocations for %d segments (%d packets), want under one per 20 segments", allocs, segs, packets)
+			// One per segment, packet or view would be thousands; one
+			// per GRO aggregate, which carries some 34 segments since the
+			// sender fills its GSO packets, hundreds.
+			if allocs*20 > segs || int64(allocs)*10 > packets {
+				t.Errorf("%d allocations for %d segments (%d packets), want under one per 20 segments and one per 10 packets", allocs, segs, packets)
 			}
 			if c.gro && views <= packets {
 				t.Error("no aggregate spanned views")

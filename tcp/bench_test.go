@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/tcp"
 )
 
 // BenchmarkBulkTransfer measures the data path's cost per byte (and its
@@ -79,5 +83,86 @@ func benchTransfer(b *testing.B, mtu uint32, n int64) {
 		src.Close()
 		dst.Close()
 		b.StartTimer()
+	}
+}
+
+// benchBatch is how many inbound segments a benchmark prepares at a time,
+// with the timer stopped.
+const benchBatch = 1024
+
+// BenchmarkReceiveSegment is the receiver's cost per in-order full segment
+// with timestamps, read by the application at once: this package alone
+// ("package") and with gVisor's NIC, IPv4 and demultiplexer below it and
+// the ACKs written to the link ("through-the-stack", alloc_test.go's paths).
+func BenchmarkReceiveSegment(b *testing.B) {
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			h := newSegHarness(b, tcp.Options{})
+			c := h.accept(80, synOptions(1460, 7, true, true, 5000))
+			const size = 1448
+			payload := pattern(0, size)
+			buf := make([]byte, 2*size)
+			b.SetBytes(size)
+			var pkts []*gstack.PacketBuffer
+			var w tcpip.SliceWriter
+			for i := 0; b.Loop(); i++ {
+				if i%benchBatch == 0 {
+					b.StopTimer()
+					segs := make([]pseg, benchBatch)
+					for k := range segs {
+						c.peerTS++
+						segs[k] = pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt, ack: c.hostNxt,
+							flags: header.TCPFlagAck, wnd: 65535, opts: tsOption(c.peerTS, c.hostTS), payload: payload}
+						c.peerNxt += size
+					}
+					pkts = p.prepare(segs)
+					b.StartTimer()
+				}
+				p.deliver(c, pkts[i%benchBatch])
+				w = tcpip.SliceWriter(buf)
+				if res, err := c.ep.Read(&w, tcpip.ReadOptions{}); err != nil || res.Count != size {
+					b.Fatalf("read %d, %v", res.Count, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkProcessAck is the sender's cost per ACK of two full segments in
+// slow start with timestamps, each ACK sending the new segments it allows:
+// the ACK's processing and the segments' building, per path as above.
+func BenchmarkProcessAck(b *testing.B) {
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			h := newSegHarness(b, tcp.Options{SendBufferMax: 64 << 20})
+			c := h.accept(80, synOptions(1460, 7, true, true, 5000))
+			c.wndShift = 7
+			const size = 1448
+			const batch = 64 // ACKs of what fits the initial send buffer
+			chunk := make([]byte, batch*2*size)
+			var acks []*gstack.PacketBuffer
+			for i := 0; b.Loop(); i++ {
+				if i%batch == 0 {
+					b.StopTimer()
+					c.write(b, chunk)
+					segs := make([]pseg, batch)
+					for k := range segs {
+						c.hostNxt += 2 * size
+						c.peerTS++
+						segs[k] = pseg{srcPort: peerPort, dstPort: c.port, seq: c.peerNxt, ack: c.hostNxt,
+							flags: header.TCPFlagAck, wnd: 65535, opts: tsOption(c.peerTS, c.hostTS)}
+					}
+					acks = p.prepare(segs)
+					b.StartTimer()
+				}
+				p.deliver(c, acks[i%batch])
+			}
+			if got := h.count("tcp.drops.bad-ack"); got != 0 {
+				b.Fatalf("%d ACKs refused", got)
+			}
+			if sent, acked := h.count("tcp.sent.bytes"), uint64(b.N)*2*size; sent < acked {
+				b.Fatalf("%d bytes sent, %d acked", sent, acked)
+			}
+		})
 	}
 }

@@ -33,6 +33,8 @@ type burst struct {
 	gen  atomic.Uint64
 	mu   sync.Mutex
 	held []*endpoint // endpoints that held an ACK since the last end; gen names this list
+
+	tx atomic.Pointer[txHook] // the NIC's TxBatch (txbatch.go), nil without one
 }
 
 // BeginBurst implements nic.Bursts.
@@ -55,8 +57,18 @@ func (b *burst) EndBurst() {
 	b.held = b.held[:0]
 	gen := b.gen.Add(1) - 1
 	b.mu.Unlock()
+	// The ACKs of several endpoints go out as one link write where the NIC
+	// gathers writes (txbatch.go); each endpoint's own batch nests in this.
+	var tx TxBatch
+	if h := b.tx.Load(); h != nil && len(held) > 1 {
+		tx = h.TxBatch
+		tx.OpenBatch()
+	}
 	for _, e := range held {
 		e.burstEnded(b, gen)
+	}
+	if tx != nil {
+		tx.CloseBatch()
 	}
 }
 

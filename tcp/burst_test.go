@@ -182,3 +182,38 @@ func TestBurstEndAnswersHoldsOfEveryGoroutine(t *testing.T) {
 		t.Errorf("tcp.acks.sent.delayed = %d with no time passed", n)
 	}
 }
+
+// txLog is a TxBatch that logs its opens and closes.
+type txLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *txLog) OpenBatch()  { l.mu.Lock(); l.events = append(l.events, "open"); l.mu.Unlock() }
+func (l *txLog) CloseBatch() { l.mu.Lock(); l.events = append(l.events, "close"); l.mu.Unlock() }
+
+// TestBurstEndAcksOfSeveralEndpointsShareOneBatch: where the NIC gathers
+// writes (tcp.TxBatch), the ACKs two endpoints held for one burst go in one
+// batch opened around both, each endpoint's own nested in it.
+func TestBurstEndAcksOfSeveralEndpointsShareOneBatch(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c1 := h.accept(80, synOptions(1460, 7, true, false, 0))
+	c2 := h.accept(81, synOptions(1460, 7, true, false, 0))
+	tx := &txLog{}
+	if !tcp.SetTxBatch(h.s.Gvisor(), 1, tx) {
+		t.Fatal("SetTxBatch: not our TCP")
+	}
+	h.link.BeginBurst()
+	for _, c := range []*conn{c1, c2, c1, c2, c1, c2} {
+		c.send(header.TCPFlagAck, make([]byte, 1460))
+	}
+	tx.events = nil // the segments' arrival wrote nothing; start from the end
+	h.link.EndBurst()
+	want := "[open open close open close close]"
+	if got := fmt.Sprint(tx.events); got != want {
+		t.Errorf("batches at the burst's end: %s, want %s", got, want)
+	}
+	if n := len(h.out()); n != 2 {
+		t.Errorf("burst end sent %d segments, want one ACK each of 2 endpoints", n)
+	}
+}

@@ -65,6 +65,7 @@ func (e *endpoint) Write(p tcpip.Payloader, opts tcpip.WriteOptions) (int64, tcp
 		// Restart after idle (RFC 5681 §4.1).
 		e.ctl.OnIdleRestart(e.now())
 	}
+	e.inWrite = true
 	e.output()
 	e.unlock()
 	return total, nil

@@ -9,6 +9,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -39,6 +40,7 @@ type copyLog struct {
 	copied  int            // of those, bytes not in the send queue's memory
 	views   int            // payload views written: above packets when payloads span views
 	packets int
+	stale   int // packets acknowledged before the link saw them
 	kept    []buffer.Buffer
 }
 
@@ -51,12 +53,21 @@ func (l *copyLog) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) 
 		q := tcp.SendQueueSlices(l.src)
 		payload := pkt.Data().ToBuffer()
 		l.packets++
+		// A retransmission whose bytes were acknowledged between its
+		// build and its write (a timer's probe racing the peer's ACK)
+		// references chunks the queue has already let go: its bytes
+		// cannot be looked for in the queue, only counted.
+		h := header.TCP(pkt.TransportHeader().Slice())
+		stale := int32(h.SequenceNumber()+uint32(payload.Size())-tcp.SndUna(l.src)) <= 0
+		if stale {
+			l.stale++
+		}
 		vl := payload.AsViewList()
 		for v := vl.Front(); v != nil; v = v.Next() {
 			b := v.AsSlice()
 			l.views++
 			l.sent += len(b)
-			if !withinAny(b, q) {
+			if !stale && !withinAny(b, q) {
 				l.copied += len(b)
 			}
 		}
@@ -185,8 +196,8 @@ func TestNoByteIsCopiedBetweenTheSendQueueAndTheReceiveStore(t *testing.T) {
 				t.Fatal("the bytes read are not those written")
 			}
 			log.mu.Lock()
-			t.Logf("%d packets, %d payload views, %d bytes sent; %d views read by the receiver",
-				log.packets, log.views, log.sent, views)
+			t.Logf("%d packets (%d acknowledged before the link saw them), %d payload views, %d bytes sent; %d views read by the receiver",
+				log.packets, log.stale, log.views, log.sent, views)
 			if log.copied != 0 {
 				t.Errorf("%d of %d bytes on the link were copies of the send queue's, want 0", log.copied, log.sent)
 			}

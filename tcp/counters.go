@@ -19,7 +19,7 @@ type stats struct {
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
 	dropSynTimeout                                                 *counters.Counter
-	gsoPackets                                                     *counters.Counter
+	gsoPackets, gsoSegments                                        *counters.Counter
 
 	acks          [numAckReasons]*counters.Counter // pure ACKs sent, by reason (ackreason.go)
 	acksCoalesced *counters.Counter
@@ -75,6 +75,7 @@ func newStats(r *counters.Registry) *stats {
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
 		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
 		gsoPackets:           m("tcp.gso.packets", "packets of several segments handed to a link that segments them (GSO); tcp.segments.out counts their segments"),
+		gsoSegments:          m("tcp.gso.segments", "segments carried in tcp.gso.packets: their ratio is the mean GSO packet's size in segments"),
 
 		acks:          newAckCounters(r),
 		acksCoalesced: m("tcp.acks.coalesced", "every-second ACKs not sent because segments arrived during a flush or a link's delivery burst: one ACK follows for them all (coalesce.go)"),

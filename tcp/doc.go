@@ -10,6 +10,7 @@
 //	gso.go       an opportunity's new segments as one packet on a link that segments (GSO)
 //	coalesce.go  every-second ACKs held over a flush's backlog or a link's delivery burst
 //	burst.go     a NIC's delivery bursts (nic.Bursts), as its link reports them
+//	txbatch.go   an outbox written as one link write on a link that sends bursts (TxBatch)
 //	counters.go  the tcp.* counters
 //
 // Loss recovery (its state, recovery point, duplicate ACKs, PRR, undo and RTO

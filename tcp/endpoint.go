@@ -111,6 +111,8 @@ type endpoint struct {
 	run         gsoRun // new segments that leave together as one packet
 	outExtra    int    // frames the outbox's GSO packets carry beyond one each
 	outputLater bool   // an ACK came during a write: the writer runs its opportunity
+	inWrite     bool   // the application's Write is sending or its flush runs (corkTail)
+	tailCorked  bool   // corkTail held new data back for the next write
 
 	lst *listener // a listener's queues
 
@@ -250,6 +252,11 @@ func (e *endpoint) unlock() {
 			e.outExtra = 0
 			pa := *e.pathOf()
 			e.mu.Unlock()
+			// control:tcp-no-tx-batch
+			tx := e.p.txBatchFor(pa.r)
+			if tx != nil {
+				tx.OpenBatch() // the segments of this opportunity go out together
+			}
 			refusedAt := -1
 			for i := range batch {
 				if refusedAt >= 0 {
@@ -262,6 +269,9 @@ func (e *endpoint) unlock() {
 					refusedAt = i
 				}
 			}
+			if tx != nil {
+				tx.CloseBatch() // no return between Open and here
+			}
 			e.mu.Lock()
 			if refusedAt >= 0 {
 				e.refused(batch[refusedAt:])
@@ -272,6 +282,9 @@ func (e *endpoint) unlock() {
 			e.spare = batch[:0]
 		}
 		e.flushing = false
+		if e.inWrite {
+			e.endWrite()
+		}
 	}
 	ev := e.notify
 	e.notify = 0

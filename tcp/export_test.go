@@ -65,6 +65,15 @@ func ChecksumValid(pkt *stack.PacketBuffer) bool {
 	return checksumValid(pkt, hdr, pkt.Data().Size())
 }
 
+// SndUna is ep's oldest unacknowledged sequence number as the wire gives
+// it: a packet wholly before it was acknowledged before the link saw it.
+func SndUna(ep tcpip.Endpoint) uint32 {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return wire(e.iss, e.sndUna)
+}
+
 // SendQueueSlices is the bytes ep's send queue holds, view by view: its own
 // memory, for tests of where a packet's bytes lie.
 func SendQueueSlices(ep tcpip.Endpoint) [][]byte {

@@ -13,6 +13,7 @@ import (
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic"
 	"github.com/netramp/netramp/nic/gso"
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -173,5 +174,76 @@ func TestLossInsideAGSOBurstIsRepairedOneSegmentAtATime(t *testing.T) {
 	}
 	if ra["tcp.rto"] != 0 {
 		t.Errorf("%d RTOs: the loss should be repaired by SACK/RACK", ra["tcp.rto"])
+	}
+}
+
+// corkHarness is a scripted peer on a link that offers the host GSO and
+// takes its GSO packets whole; the peer acknowledges each data packet from
+// inside the host's write of it, as a synchronous link does, and the packets
+// the host sent are collected in data.
+func corkHarness(t *testing.T) (*segHarness, *conn, *[]pseg) {
+	t.Helper()
+	hh := tcptest.NewConfig(t, tcptest.Config{TCP: tcp.Options{InitialWindow: 100}, Wrap: func(l gstack.LinkEndpoint) gstack.LinkEndpoint {
+		g, err := gso.NewLink(l, gso.LinkOptions{MaxSize: 64 << 10, GRO: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}})
+	h := &segHarness{host: hh, t: t, clk: hh.Clock, link: hh.Link, s: hh.Stack, reg: hh.Counters}
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	var data []pseg
+	h.link.OnWrite = func() {
+		for _, s := range h.out() {
+			if len(s.payload) == 0 {
+				continue
+			}
+			data = append(data, s)
+			c.hostNxt = s.seq + uint32(len(s.payload))
+			c.send(header.TCPFlagAck, nil)
+		}
+	}
+	return h, c, &data
+}
+
+// TestWriteTailWaitsForTheNextWriteOnGSO: on a GSO link whose ACKs come back
+// inside the host's write, a 64 KB write leaves as one GSO packet of 44 full
+// segments and the 1,296 bytes past them wait (corkTail) instead of leaving
+// as a runt; the next write sends them at the head of its own full packet,
+// and once the writes stop the held bytes leave when the clock next runs.
+func TestWriteTailWaitsForTheNextWriteOnGSO(t *testing.T) {
+	h, c, data := corkHarness(t)
+	const full = 44 * 1460 // the segments a 65,455-byte GSO payload holds
+	start := c.hostNxt
+	c.write(t, make([]byte, 64<<10))
+	if len(*data) != 1 || len((*data)[0].payload) != full {
+		t.Fatalf("first write sent %d data packets %v, want one of %d bytes", len(*data), sizes(*data), full)
+	}
+	c.write(t, make([]byte, 64<<10))
+	if len(*data) != 2 || (*data)[1].seq != start+full || len((*data)[1].payload) != full {
+		t.Fatalf("second write sent %v at %d, want one more packet of %d bytes at %d", sizes(*data), (*data)[len(*data)-1].seq-start, full, full)
+	}
+	h.clk.RunFor(time.Millisecond)
+	if got := c.hostNxt - start; got != 2*64<<10 {
+		t.Fatalf("%d of %d bytes sent once the clock ran (%v)", got, 2*64<<10, sizes(*data))
+	}
+}
+
+func sizes(segs []pseg) []int {
+	var n []int
+	for _, s := range segs {
+		n = append(n, len(s.payload))
+	}
+	return n
+}
+
+// TestLoneWriteLeavesAtOnceOnGSO: a write with no packet of ours ahead of it
+// is not held for a next write (corkTail holds only behind a packet being
+// sent), so a request's bytes leave inside its Write.
+func TestLoneWriteLeavesAtOnceOnGSO(t *testing.T) {
+	_, c, data := corkHarness(t)
+	c.write(t, make([]byte, 100))
+	if len(*data) != 1 || len((*data)[0].payload) != 100 {
+		t.Fatalf("write of 100 bytes sent %v, want them at once", sizes(*data))
 	}
 }

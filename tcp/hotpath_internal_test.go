@@ -46,7 +46,7 @@ func TestPathChecksumIsTheRoutes(t *testing.T) {
 			t.Fatalf("length %d: %#x, the route's %#x", n, got, want)
 		}
 	}
-	if pa.reserve != int(r.MaxHeaderLength()) || pa.csum != r.RequiresTXTransportChecksum() || pa.ttl != r.DefaultTTL() {
+	if pa.reserve != int(r.MaxHeaderLength()) || pa.csum != r.RequiresTXTransportChecksum() || pa.ttl != r.DefaultTTL() || pa.mss != routeMSS(r) {
 		t.Fatalf("%+v differs from its route", pa)
 	}
 }
@@ -97,4 +97,26 @@ func BenchmarkRearmTimer(b *testing.B) {
 			e.tRtx.halt()
 		})
 	}
+}
+
+// BenchmarkOurMSS reads the MSS we announce, as every window update and
+// in-order segment does: "path" as now, "route" asking the route (network
+// endpoint lookup, link MTU) as it did before.
+func BenchmarkOurMSS(b *testing.B) {
+	r := benchRoute(b)
+	e := &endpoint{route: r}
+	b.Run("path", func(b *testing.B) {
+		for b.Loop() {
+			if e.ourMSS() != 1460 {
+				b.Fatal(e.ourMSS())
+			}
+		}
+	})
+	b.Run("route", func(b *testing.B) {
+		for b.Loop() {
+			if routeMSS(r) != 1460 {
+				b.Fatal(routeMSS(r))
+			}
+		}
+	})
 }

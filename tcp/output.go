@@ -330,6 +330,9 @@ func (e *endpoint) nextNewData(smss, cwnd uint64) (candidate, cc.StopReason, boo
 	if !e.probe && !e.rec.MaySend(size, e.q.InFlight(), cwnd, false) {
 		return candidate{}, cc.StopCwnd, false
 	}
+	if e.corkTail(avail, wndRoom, smss) {
+		return candidate{}, cc.StopApp, false
+	}
 	fin := finUnsent && e.sndNxt+size == dataEnd
 	if size < smss && size < avail {
 		// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1).
@@ -413,9 +416,10 @@ func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	}
 	if e.clockPaced {
 		rate, burst := e.ctl.ClockPacing(e.est.MinRTT(), e.est.SRTT(), int(e.q.InFlight()))
-		e.pace.SetRate(rate, e.paceBytes(burst))
+		e.pace.SetRate(rate, e.gsoBurst(rate, e.paceBytes(burst)))
 	} else {
-		e.pace.SetRate(e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT()), 2*e.smss)
+		rate := e.ctl.PacingRate(e.est.SRTT(), e.est.MinRTT())
+		e.pace.SetRate(rate, e.gsoBurst(rate, 2*e.smss))
 	}
 	at := e.pace.NextSend(now, size+header.TCPMinimumSize)
 	if at <= now {

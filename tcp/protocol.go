@@ -196,6 +196,12 @@ type path struct {
 	reserve int    // header bytes the layers below prepend
 	csum    bool   // the link does not fill in the TCP checksum
 	ttl     uint8
+	// mss is the MSS we announce on the route (routeMSS), which every
+	// window update and in-order segment reads: Route.MTU looks up the
+	// network endpoint and asks the link through three interfaces each
+	// time. A link whose MTU changes later does not change what our SYN
+	// announced, the bound on the peer's segments these checks are about.
+	mss int
 	// gso is the route's host GSO (gso.go), Type GSONone without it;
 	// gsoBytes the most payload one GSO packet may carry.
 	gso      stack.GSO
@@ -213,6 +219,7 @@ func pathOf(r *stack.Route) path {
 		reserve: int(r.MaxHeaderLength()),
 		csum:    r.RequiresTXTransportChecksum(),
 		ttl:     r.DefaultTTL(),
+		mss:     routeMSS(r),
 	}
 	pa.gso, pa.gsoBytes = hostGSO(r)
 	return pa

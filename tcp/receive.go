@@ -275,17 +275,25 @@ func (e *endpoint) consumed(n int) {
 }
 
 // updateStep is how far a read must open the window before the opening is
-// worth an ACK of its own: two full segments, or half the buffer if that is
-// less. Stricter than receiver SWS avoidance's min(RCV.BUFF/2, MSS) (RFC
-// 9293 §3.8.6.2.2), which still sets how far every ACK moves the edge: this
-// only sends fewer updates alone. At one MSS a reader that kept the window
-// shut sent an update for every MSS or so it read, each releasing about one
-// segment (osbench cpu, MTU 9000, 8 KB reads: one per 16 KB, a quarter of the
-// receiver's ACKs). A smaller opening is not lost to the sender: the next
-// ACK, or the answer to its zero-window probe, offers it.
+// worth an ACK of its own: two full segments, or a sixteenth of the buffer if
+// that is more, and at most half the buffer. Stricter than receiver SWS
+// avoidance's min(RCV.BUFF/2, MSS) (RFC 9293 §3.8.6.2.2), which still sets
+// how far every ACK moves the edge: this only sends fewer updates alone. At
+// one MSS a reader that kept the window shut sent an update for every MSS or
+// so it read, each releasing about one segment (osbench cpu, MTU 9000, 8 KB
+// reads: one per 16 KB, a quarter of the receiver's ACKs); at two segments,
+// one for each 8 KB read, each releasing one small GSO packet (osbench cpu
+// over TSO and GRO: 49 updates per MB, a buffer of 6 MiB left shut by a
+// reader that had all but 8 KB of it still to read). A sixteenth is Linux's
+// rule (__tcp_select_window offers no window under a sixteenth of the space
+// once the buffer is half full). A smaller opening is not lost to the
+// sender: the next ACK, or the answer to its zero-window probe, offers it,
+// and the reader, which left the window shut, still has fifteen sixteenths
+// of the buffer to read while the update's data arrives.
 func (e *endpoint) updateStep() uint64 {
 	// control:tcp-window-update-per-mss
-	return uint64(min(2*e.smss, e.rcvBuf/2))
+	// control:tcp-window-update-per-read
+	return uint64(min(max(2*e.smss, e.rcvBuf/16), e.rcvBuf/2))
 }
 
 // growRcv enlarges the receive buffer (autotuning never shrinks it, so the

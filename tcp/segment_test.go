@@ -21,7 +21,7 @@ import (
 // segHarness is one stack with our TCP on a tcptest link, and a scripted peer.
 type segHarness struct {
 	host *tcptest.Host
-	t    *testing.T
+	t    testing.TB
 	clk  *vclock.Clock
 	link *tcptest.Link
 	s    *stack.Stack
@@ -35,9 +35,9 @@ var (
 
 const peerPort = tcptest.PeerPort
 
-func newSegHarness(t *testing.T, o tcp.Options) *segHarness { return newSegHarnessCredit(t, o, true) }
+func newSegHarness(t testing.TB, o tcp.Options) *segHarness { return newSegHarnessCredit(t, o, true) }
 
-func newSegHarnessCredit(t *testing.T, o tcp.Options, credit bool) *segHarness {
+func newSegHarnessCredit(t testing.TB, o tcp.Options, credit bool) *segHarness {
 	t.Helper()
 	h := tcptest.NewConfig(t, tcptest.Config{TCP: o, NoCredit: !credit})
 	return &segHarness{host: h, t: t, clk: h.Clock, link: h.Link, s: h.Stack, reg: h.Counters}
@@ -232,7 +232,7 @@ func (c *conn) wantGiveUp(t *testing.T, alive, by time.Duration) {
 
 // sampleRTT gives the host an RTT sample of rtt: one full segment out, its
 // ACK back rtt later.
-func (c *conn) sampleRTT(t *testing.T, rtt time.Duration) {
+func (c *conn) sampleRTT(t testing.TB, rtt time.Duration) {
 	t.Helper()
 	c.write(t, make([]byte, 1460))
 	c.h.one()
@@ -241,7 +241,7 @@ func (c *conn) sampleRTT(t *testing.T, rtt time.Duration) {
 	c.send(header.TCPFlagAck, nil)
 }
 
-func (c *conn) write(t *testing.T, p []byte) {
+func (c *conn) write(t testing.TB, p []byte) {
 	t.Helper()
 	var r bytes.Reader
 	r.Reset(p)

@@ -81,8 +81,15 @@ func encodeSynOptions(dst []byte, mss, ws int, offerSACK, offerTS bool, tsVal, t
 	return b[:n]
 }
 
-// ourMSS is the MSS we announce: the route's MTU less the TCP header.
-func (e *endpoint) ourMSS() int { return routeMSS(e.route) }
+// ourMSS is the MSS we announce: the route's MTU less the TCP header, read
+// once per route (path).
+func (e *endpoint) ourMSS() int {
+	// control:tcp-mss-from-route-per-segment
+	if e.route == nil {
+		return routeMSS(nil)
+	}
+	return e.pathOf().mss
+}
 
 // routeMSS is the MSS to announce on route r (536 without one).
 func routeMSS(r *stack.Route) int {

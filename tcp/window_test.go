@@ -105,3 +105,42 @@ func TestReadSendsWindowUpdateOnlyOnceTwoSegmentsFit(t *testing.T) {
 		t.Errorf("tcp.acks.sent.window-update = %d, want 1", n)
 	}
 }
+
+// TestReadSendsWindowUpdateOnlyOnceASixteenthOfTheBufferFits: with a buffer
+// of 128 KiB shut by a reader that lags, 1 KB reads send no update until the
+// buffer's free space reaches a sixteenth of it (updateStep, Linux's rule),
+// not two segments: a reader draining a full buffer 8 KB at a time sent one
+// update per read, each releasing one small GSO packet.
+func TestReadSendsWindowUpdateOnlyOnceASixteenthOfTheBufferFits(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	const shift = 7 // the default 6 MiB maximum needs scale 7
+	edge := c.peerNxt + 0xffff
+	unread := 0
+	for int32(edge-c.peerNxt) > 0 {
+		n := min(1460, int(edge-c.peerNxt))
+		c.send(header.TCPFlagAck, make([]byte, n))
+		unread += n
+		for _, s := range h.out() {
+			edge = s.ack + uint32(s.wnd)<<shift
+		}
+	}
+	const buf = 128 << 10 // the initial buffer, which a frozen clock never tunes
+	if unread < buf {
+		t.Fatalf("the window closed after %d bytes, want the buffer's %d or more", unread, buf)
+	}
+	var got []pseg
+	for buf-unread < buf/16 {
+		if got = h.out(); len(got) != 0 {
+			t.Fatalf("window update with %d bytes free (%+v), want none before %d", buf-unread, got[0], buf/16)
+		}
+		unread -= c.readN(t, 1024)
+	}
+	a := h.one()
+	if a.ack != c.peerNxt || int(a.wnd)<<shift < buf/16 {
+		t.Fatalf("window update ack %d wnd %d, want ack %d and a window of %d or more", a.ack, int(a.wnd)<<shift, c.peerNxt, buf/16)
+	}
+	if n := h.count("tcp.acks.sent.window-update"); n != 1 {
+		t.Errorf("tcp.acks.sent.window-update = %d, want 1", n)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
@@ -39,10 +38,13 @@ type Offload uint8
 
 // The kinds of link the CPU benchmark runs over.
 const (
-	// NoOffload carries MTU-sized packets over gVisor's pipe as it is:
-	// each packet a write of its own, delivered alone, so no delivery burst
-	// is reported (nic.Bursts) and our receiver ACKs every second segment
-	// (RFC 5681 §4.2).
+	// NoOffload carries MTU-sized packets, no GSO offered, over the same
+	// link as the offload rows (gso.NewPipe, gVisor's pipe inside), which
+	// delivers each write of several packets as one burst. Our TCP gathers
+	// the segments of one send opportunity into one write (tcp.TxBatch, the
+	// stack's qdisc), so our receiver hears them as one burst and ACKs once
+	// per burst (tcp/coalesce.go); gVisor's TCP writes one packet per call
+	// and hears no bursts, as over gVisor's pipe alone.
 	NoOffload Offload = iota
 	// TSO offers both stacks host GSO of 64 KiB and cuts each GSO packet
 	// into MTU-sized frames before delivery, as a NIC's TSO engine would
@@ -106,6 +108,10 @@ type CPUResult struct {
 	// Acks is this TCP's pure ACKs of both stacks by reason (tcp.acks.sent.*,
 	// without the prefix); empty for gVisor's TCP, which has no such counters.
 	Acks counters.Snapshot
+	// Sends is this TCP's GSO packets and their segments (tcp.gso.*) and
+	// its send opportunities by stop reason (tcp.stops.*), both stacks,
+	// with the prefix "tcp." cut; empty for gVisor's TCP.
+	Sends counters.Snapshot
 }
 
 // CPU runs, for each GOMAXPROCS, MTU and link kind, this TCP and then
@@ -165,19 +171,18 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	if gv {
 		name = "gVisor"
 	}
-	// Both TCPs run over the same links: gVisor's pipe for the plain rows,
-	// nic/gso's pipe (which reports each write as a delivery burst) for the
-	// offload rows.
-	var la, lb gstack.LinkEndpoint
+	// Both TCPs run over the same links: nic/gso's pipe (which reports each
+	// write of several packets as a delivery burst), offering no GSO for the
+	// plain rows.
+	lo := gso.LinkOptions{MaxSize: 64 << 10, GRO: link == TSOGRO}
 	if link == NoOffload {
-		la, lb = pipe.New("", "", mtu)
-	} else {
-		a, b, err := gso.NewPipe(mtu, gso.LinkOptions{MaxSize: 64 << 10, GRO: link == TSOGRO})
-		if err != nil {
-			return CPUResult{}, err
-		}
-		la, lb = a, b
+		lo = gso.LinkOptions{NoGSO: true}
 	}
+	a, b, err := gso.NewPipe(mtu, lo)
+	if err != nil {
+		return CPUResult{}, err
+	}
+	var la, lb gstack.LinkEndpoint = a, b
 	src, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: la, Addr: sourcePrefix}}})
 	if err != nil {
 		return CPUResult{}, err
@@ -208,19 +213,23 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	ipSent := func() uint64 {
 		return src.Gvisor().Stats().IP.PacketsSent.Value() + dst.Gvisor().Stats().IP.PacketsSent.Value()
 	}
-	acks := func() counters.Snapshot {
-		s := counters.Snapshot{}
-		for _, st := range []*stack.Stack{src, dst} {
-			for name, v := range st.Counters().Snapshot() {
-				if r, ok := strings.CutPrefix(name, "tcp.acks.sent."); ok {
-					s[r] += v
+	sum := func(prefix string, keep func(string) bool) func() counters.Snapshot {
+		return func() counters.Snapshot {
+			s := counters.Snapshot{}
+			for _, st := range []*stack.Stack{src, dst} {
+				for name, v := range st.Counters().Snapshot() {
+					if r, ok := strings.CutPrefix(name, prefix); ok && keep(r) {
+						s[r] += v
+					}
 				}
 			}
+			return s
 		}
-		return s
 	}
+	acks := sum("tcp.acks.sent.", func(string) bool { return true })
+	sends := sum("tcp.", func(n string) bool { return strings.HasPrefix(n, "gso.") || strings.HasPrefix(n, "stops.") })
 	runtime.GC()
-	pk0, acks0 := ipSent(), acks()
+	pk0, acks0, sends0 := ipSent(), acks(), sends()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
@@ -249,7 +258,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	if received != n {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
-	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0)}
+	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0)}
 	mb := float64(n) / 1e6
 	r.MBps = mb / wall.Seconds()
 	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
@@ -317,6 +326,21 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 		for _, name := range r.Acks.Names() {
 			if v := r.Acks[name]; v > 0 {
 				fmt.Fprintf(w, " %s %.3g", name, float64(v)/(float64(r.Bytes)/1e6))
+			}
+		}
+	}
+	for _, r := range rs {
+		g := r.Sends
+		if g["gso.packets"] == 0 {
+			continue
+		}
+		printed = true
+		mb := float64(r.Bytes) / 1e6
+		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s GSO packets per MB %.3g, segments each %.1f; send stops per MB:", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP,
+			float64(g["gso.packets"])/mb, float64(g["gso.segments"])/float64(g["gso.packets"]))
+		for _, name := range g.Names() {
+			if v := g[name]; v > 0 && strings.HasPrefix(name, "stops.") {
+				fmt.Fprintf(w, " %s %.3g", strings.TrimPrefix(name, "stops."), float64(v)/mb)
 			}
 		}
 	}

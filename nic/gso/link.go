@@ -24,6 +24,7 @@ type Link struct {
 	stack.LinkEndpoint
 	maxSize uint32
 	gro     bool
+	noGSO   bool
 	c       *Counters
 	peer    *Link                      // NewPipe's far end, whose stack this end's writes reach inline
 	disp    atomic.Pointer[dispatcher] // what this end's stack attached, for the peer's bursts
@@ -51,6 +52,11 @@ type LinkOptions struct {
 	// links whose far end takes packets past the MTU; a wire of MTU-sized
 	// frames (nic/wire) refuses them.
 	GRO bool
+	// NoGSO offers no GSO at all (SupportedGSO is GSONotSupported): the
+	// stacks send MTU-sized packets, as over a link without offloads, while
+	// NewPipe still reports each write of several frames as one burst.
+	// MaxSize and GRO must then be left zero.
+	NoGSO bool
 	// Counters receives the nic.gso.* counters; nil keeps them private.
 	Counters *counters.Registry
 }
@@ -62,6 +68,9 @@ var ErrBadOptions = fmt.Errorf("gso: bad link options")
 func NewLink(inner stack.LinkEndpoint, o LinkOptions) (*Link, error) {
 	if inner == nil {
 		return nil, fmt.Errorf("%w: nil inner endpoint", ErrBadOptions)
+	}
+	if o.NoGSO && (o.MaxSize != 0 || o.GRO) {
+		return nil, fmt.Errorf("%w: NoGSO with MaxSize = %d, GRO = %v: want both unset", ErrBadOptions, o.MaxSize, o.GRO)
 	}
 	if o.MaxSize == 0 {
 		o.MaxSize = 1 << 16
@@ -79,7 +88,7 @@ func NewLink(inner stack.LinkEndpoint, o LinkOptions) (*Link, error) {
 		Whole:   r.MustRegister("nic.gso.whole", "GSO packets passed on whole, as one aggregate (GRO)"),
 		Drops:   r.MustRegister("nic.gso.drops", "GSO packets dropped because their headers could not be split"),
 	}
-	return &Link{LinkEndpoint: inner, maxSize: o.MaxSize, gro: o.GRO, c: c}, nil
+	return &Link{LinkEndpoint: inner, maxSize: o.MaxSize, gro: o.GRO, noGSO: o.NoGSO, c: c}, nil
 }
 
 // NewPipe returns the two ends of an in-memory link of the given MTU
@@ -131,10 +140,24 @@ func (l *Link) peerDispatcher() stack.NetworkDispatcher {
 func (l *Link) Counters() *Counters { return l.c }
 
 // SupportedGSO implements stack.GSOEndpoint.
-func (l *Link) SupportedGSO() stack.SupportedGSO { return stack.HostGSOSupported }
+func (l *Link) SupportedGSO() stack.SupportedGSO {
+	if l.noGSO {
+		return stack.GSONotSupported
+	}
+	return stack.HostGSOSupported
+}
 
 // GSOMaxSize implements stack.GSOEndpoint.
-func (l *Link) GSOMaxSize() uint32 { return l.maxSize }
+func (l *Link) GSOMaxSize() uint32 {
+	if l.noGSO {
+		return 0
+	}
+	return l.maxSize
+}
+
+// WritesBursts implements nic.BurstWriter: NewPipe's ends deliver each
+// write of several frames as one burst and never refuse one.
+func (l *Link) WritesBursts() bool { return l.peer != nil }
 
 // TxCredit passes on the inner endpoint's credit, which counts frames.
 func (l *Link) TxCredit() nic.Credit {

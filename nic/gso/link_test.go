@@ -104,3 +104,35 @@ func TestPipeWithoutFarDispatcherDeliversNothing(t *testing.T) {
 		t.Errorf("detached far end got %v", log.events)
 	}
 }
+
+// TestNoGSOPipeOffersNoGSO: NewPipe with NoGSO offers no GSO yet takes
+// gathered writes (nic.BurstWriter); NoGSO with GSO options is an error
+// naming them, and a lone Link takes no gathered writes.
+func TestNoGSOPipeOffersNoGSO(t *testing.T) {
+	a, _, err := NewPipe(1500, LinkOptions{NoGSO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := a.SupportedGSO(); g != stack.GSONotSupported {
+		t.Errorf("SupportedGSO = %v, want GSONotSupported", g)
+	}
+	if a.GSOMaxSize() != 0 {
+		t.Errorf("GSOMaxSize = %d, want 0", a.GSOMaxSize())
+	}
+	if bw, ok := any(a).(nic.BurstWriter); !ok || !bw.WritesBursts() {
+		t.Error("a NewPipe end does not claim gathered writes")
+	}
+	for _, o := range []LinkOptions{{NoGSO: true, MaxSize: 9000}, {NoGSO: true, GRO: true}} {
+		if _, _, err := NewPipe(1500, o); err == nil || !strings.Contains(err.Error(), "NoGSO") {
+			t.Errorf("%+v: error %v, want one naming NoGSO", o, err)
+		}
+	}
+	pa, _ := pipe.New("", "", 1500)
+	l, err := NewLink(pa, LinkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.WritesBursts() {
+		t.Error("a Link without a far end claims gathered writes")
+	}
+}

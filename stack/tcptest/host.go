@@ -118,6 +118,9 @@ type Host struct {
 type Config struct {
 	TCP      tcp.Options
 	NoCredit bool // hide the link's credit interface from the stack
+	// Wrap, if set, is the link the stack is given in place of Link (a
+	// nic/gso Link over it, say); the test still reads and injects at Link.
+	Wrap func(gstack.LinkEndpoint) gstack.LinkEndpoint
 }
 
 // noCreditLink hides the Link's credit interface.
@@ -136,6 +139,9 @@ func NewConfig(tb testing.TB, c Config) *Host {
 	var l gstack.LinkEndpoint = link
 	if c.NoCredit {
 		l = noCreditLink{link}
+	}
+	if c.Wrap != nil {
+		l = c.Wrap(l)
 	}
 	s, err := stack.New(stack.Options{TCP: c.TCP, Clock: clk, Seed: 11, Counters: reg,
 		NICs: []stack.NIC{{Link: l, Addr: netip.PrefixFrom(HostAddr, 24)}}})

@@ -139,6 +139,7 @@ func (b *Buffer) room(k int) []byte {
 		v = b.views[len(b.views)-1]
 	}
 	if v == nil || v.AvailableSize() == 0 {
+		// control:tcp-payload-split-across-views
 		v = buffer.NewView(min(max(k, minChunk), buffer.MaxChunkSize))
 		b.push(v)
 		b.open = true
