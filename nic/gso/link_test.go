@@ -5,33 +5,13 @@ import (
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/nic/bursttest"
 )
-
-// burstLog is a dispatcher that listens for bursts and logs, in order,
-// "begin", "end" and one "frame" a delivery.
-type burstLog struct{ events []string }
-
-func (l *burstLog) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
-	l.events = append(l.events, "frame")
-}
-func (l *burstLog) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
-func (l *burstLog) BeginBurst()                                                        { l.events = append(l.events, "begin") }
-func (l *burstLog) EndBurst()                                                          { l.events = append(l.events, "end") }
-
-var _ nic.BurstDispatcher = (*burstLog)(nil)
-
-// take returns the events logged since the last call, joined by spaces.
-func (l *burstLog) take() string {
-	s := strings.Join(l.events, " ")
-	l.events = nil
-	return s
-}
 
 // write writes one packet of payload at l, a GSO one when mss > 0.
 func write(t *testing.T, l stack.LinkEndpoint, payload []byte, mss uint16) {
@@ -61,18 +41,18 @@ func TestPipeDeliversEachWriteAsOneBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near, far := &burstLog{}, &burstLog{}
+	near, far := &bursttest.Log{}, &bursttest.Log{}
 	a.Attach(near)
 	b.Attach(far)
 	write(t, a, make([]byte, 3000), 1460)
-	if got := far.take(); got != "begin frame frame frame end" {
+	if got := far.Take(); got != "begin frame frame frame end" {
 		t.Errorf("a GSO packet of three frames: far end got %q", got)
 	}
 	write(t, b, make([]byte, 100), 0)
-	if got := near.take(); got != "frame" {
+	if got := near.Take(); got != "frame" {
 		t.Errorf("one frame: near end got %q, want no burst", got)
 	}
-	if got := far.take(); got != "" {
+	if got := far.Take(); got != "" {
 		t.Errorf("a write at the far end reached its own dispatcher: %q", got)
 	}
 
@@ -81,10 +61,10 @@ func TestPipeDeliversEachWriteAsOneBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &burstLog{}
+	log := &bursttest.Log{}
 	pb.Attach(log)
 	write(t, alone, make([]byte, 3000), 1460)
-	if got := log.take(); got != "frame frame frame" {
+	if got := log.Take(); got != "frame frame frame" {
 		t.Errorf("NewLink's frames: far end got %q, want no burst", got)
 	}
 }
@@ -96,12 +76,12 @@ func TestPipeWithoutFarDispatcherDeliversNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &burstLog{}
+	log := &bursttest.Log{}
 	b.Attach(log)
 	b.Attach(nil)
 	write(t, a, make([]byte, 3000), 1460)
-	if len(log.events) != 0 {
-		t.Errorf("detached far end got %v", log.events)
+	if got := log.Take(); got != "" {
+		t.Errorf("detached far end got %q", got)
 	}
 }
 

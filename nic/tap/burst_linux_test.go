@@ -4,48 +4,12 @@ package tap_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/netramp/netramp/nic"
+	"github.com/netramp/netramp/nic/bursttest"
 	"github.com/netramp/netramp/nic/tap"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
-
-// burstLog is a dispatcher that listens for bursts and logs, in order,
-// "begin", "end" and one "frame" a delivery; the reader goroutine calls it.
-type burstLog struct {
-	mu     sync.Mutex
-	events []string
-	frames int
-}
-
-func (l *burstLog) log(ev string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ev)
-	if ev == "frame" {
-		l.frames++
-	}
-}
-
-func (l *burstLog) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {
-	l.log("frame")
-}
-func (l *burstLog) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
-func (l *burstLog) BeginBurst()                                                        { l.log("begin") }
-func (l *burstLog) EndBurst()                                                          { l.log("end") }
-
-var _ nic.BurstDispatcher = (*burstLog)(nil)
-
-// snapshot is the log so far and its frame count.
-func (l *burstLog) snapshot() ([]string, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.events...), l.frames
-}
 
 // TestTAPReaderDeliversInBurstsThatEndWhenIdle: the kernel's answers to a
 // flight of echo requests reach the stack inside bursts, each begun before
@@ -57,7 +21,7 @@ func TestTAPReaderDeliversInBurstsThatEndWhenIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &burstLog{}
+	log := &bursttest.Log{}
 	ep.Attach(log)
 	t.Cleanup(func() { ep.Attach(nil); ep.Wait() })
 	const requests = 100
@@ -69,7 +33,7 @@ func TestTAPReaderDeliversInBurstsThatEndWhenIdle(t *testing.T) {
 	var events []string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var frames int
-		events, frames = log.snapshot()
+		events, frames = log.Snapshot()
 		if frames >= requests && events[len(events)-1] == "end" {
 			break
 		}
@@ -106,7 +70,7 @@ func TestTAPDetachStopsReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep.Attach(&burstLog{})
+	ep.Attach(&bursttest.Log{})
 	ep.Attach(nil)
 	stopped := make(chan struct{})
 	go func() { ep.Wait(); close(stopped) }()
