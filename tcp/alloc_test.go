@@ -18,7 +18,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
-	"github.com/netramp/netramp/nic/gso"
 	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/tcp"
 )
@@ -297,22 +296,11 @@ func BenchmarkInboundChecksum(b *testing.B) {
 // reused). The writer keeps the send queue full, so each write adds the few
 // kilobytes an ACK freed as a chunk of its own and an aggregate spans many.
 func TestBulkTransferOverGSOLinksAllocatesNothing(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		gso  bool
-		gro  bool
-	}{{"plain", false, false}, {"tso", true, false}, {"gro-aggregate", true, true}} {
+	for _, c := range linkModes {
 		t.Run(c.name, func(t *testing.T) {
 			la, lb := pipe.New("", "", 1500)
 			count := &packetCount{LinkEndpoint: la}
-			var a gstack.LinkEndpoint = count
-			if c.gso {
-				l, err := gso.NewLink(count, gso.LinkOptions{MaxSize: 64 << 10, GRO: c.gro})
-				if err != nil {
-					t.Fatal(err)
-				}
-				a = l
-			}
+			a := c.over(t, count)
 			cli, srv := pipeConn(t, a, lb, nil)
 			src, dst := pattern(0, 1<<20), make([]byte, 8<<10)
 			var r bytes.Reader

@@ -117,6 +117,30 @@ func withinAny(b []byte, in [][]byte) bool {
 	return false
 }
 
+// linkMode is how a test's sending link carries the stack's packets.
+type linkMode struct {
+	name string
+	gso  bool // the route offers GSO of 64 KiB...
+	gro  bool // ...and the link passes GSO packets on whole, not cut to MTU frames
+}
+
+// linkModes are plain MTU-sized segments, GSO packets cut into MTU frames
+// (TSO), and GSO packets passed on whole (GRO aggregates).
+var linkModes = []linkMode{{"plain", false, false}, {"tso", true, false}, {"gro-aggregate", true, true}}
+
+// over is the link to attach: l itself, or nic/gso's Link over it.
+func (m linkMode) over(t *testing.T, l gstack.LinkEndpoint) gstack.LinkEndpoint {
+	t.Helper()
+	if !m.gso {
+		return l
+	}
+	g, err := gso.NewLink(l, gso.LinkOptions{MaxSize: 64 << 10, GRO: m.gro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // TestNoByteIsCopiedBetweenTheSendQueueAndTheReceiveStore sends in-order
 // data over an in-memory link as plain segments, as GSO packets a link cuts
 // into MTU frames (TSO), and as GSO packets passed on whole (GRO
@@ -125,24 +149,13 @@ func withinAny(b []byte, in [][]byte) bool {
 // the link lies in the sender's queue, and every byte the receiver holds
 // lies in a payload the link carried.
 func TestNoByteIsCopiedBetweenTheSendQueueAndTheReceiveStore(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		gso  bool
-		gro  bool
-	}{{"plain", false, false}, {"tso", true, false}, {"gro-aggregate", true, true}} {
+	for _, c := range linkModes {
 		t.Run(c.name, func(t *testing.T) {
 			const n = 1 << 20
 			la, lb := pipe.New("", "", 1500)
 			log := &copyLog{LinkEndpoint: la}
 			defer log.release()
-			var a gstack.LinkEndpoint = log
-			if c.gso {
-				l, err := gso.NewLink(log, gso.LinkOptions{MaxSize: 64 << 10, GRO: c.gro})
-				if err != nil {
-					t.Fatal(err)
-				}
-				a = l
-			}
+			a := c.over(t, log)
 			cli, srv := pipeConn(t, a, lb, func(ep tcpip.Endpoint) {
 				log.mu.Lock()
 				log.src = ep
