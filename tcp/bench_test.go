@@ -3,6 +3,7 @@ package tcp_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -47,17 +48,7 @@ func benchTransfer(b *testing.B, mtu uint32, n int64) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		got := make(chan int64, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				got <- -1
-				return
-			}
-			k, _ := io.Copy(io.Discard, c)
-			c.Close()
-			got <- k
-		}()
+		got := drain(ln)
 		b.StartTimer()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		c, err := src.Dial(ctx, netip.AddrPortFrom(dst4.Addr(), 5202))
@@ -165,4 +156,21 @@ func BenchmarkProcessAck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// drain accepts one connection on ln and reads it to its end; the channel
+// gets the bytes read, or -1 if the accept failed.
+func drain(ln net.Listener) <-chan int64 {
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		n, _ := io.Copy(io.Discard, c)
+		c.Close()
+		got <- n
+	}()
+	return got
 }

@@ -2,7 +2,6 @@ package tcp_test
 
 import (
 	"context"
-	"io"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -70,17 +69,7 @@ func bulkTransfer(t *testing.T, total int) (src, dst *countLink) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	got := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- -1
-			return
-		}
-		n, _ := io.Copy(io.Discard, c)
-		c.Close()
-		got <- n
-	}()
+	got := drain(ln)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := ss.Dial(ctx, netip.AddrPortFrom(dst4.Addr(), 5202))
