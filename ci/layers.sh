@@ -16,13 +16,14 @@ mod=$(go list -m)
 # off) : the patterns they must not depend on : why. stack/vclock is not an
 # exception to the nic rule: it is a leaf (the last rule keeps it one) that
 # lives under stack/ for its name, and nic/wire's tests drive time with it.
+# internal/csum is the Internet checksum that tcp and the links share.
 rules='
 nic|nic/*             : stack|stack/vtest|tcp|tcp/*|cc|metal|metal/*|host_tests : nic/* is the link layer, under tcp and stack
 cc                    : tcp|tcp/*|stack|stack/*|nic|nic/*|metal|metal/*         : cc is pure policy: events in, windows out
 tcp|tcp/*             : stack|stack/*|metal|metal/*|host_tests                  : tcp is registered in a stack, never the other way
 tcp/internal/*        : tcp|nic|nic/*                                           : the pure parts of tcp know nothing of links or the transport
 stack|stack/*         : metal|metal/*|host_tests                                : the bench and the scenarios use the stack
-counters|stack/vclock : *                                                       : leaves: every layer may use them
+counters|stack/vclock|internal/csum : *                                         : leaves: every layer may use them
 '
 
 # "pkg dep" pairs, module prefix stripped, for each package and for the test

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package csum
+
+func kernels() []kernelCase {
+	return []kernelCase{{"generic", sumGeneric, true}}
+}
