@@ -76,6 +76,7 @@ reduce:
 	VPADDQ       Y5, Y4, Y4
 	VPADDQ       Y7, Y6, Y6
 	VPADDQ       Y6, Y4, Y4
+	// control:internal-csum-avx2-high-halves-kept
 	VPSLLQ       $32, Y4, Y8
 	VPSUBQ       Y8, Y0, Y0
 	VPADDQ       Y4, Y0, Y0
@@ -93,6 +94,7 @@ tail:
 	JB   tail4
 
 loop8:
+	// control:internal-csum-avx2-carry-dropped
 	ADDQ (SI), AX
 	ADCQ $0, AX
 	ADDQ $8, SI
