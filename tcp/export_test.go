@@ -62,7 +62,8 @@ func SetChallengeLimit(s *stack.Stack, perSecond int) {
 // ChecksumValid is the inbound checksum check of parse.
 func ChecksumValid(pkt *stack.PacketBuffer) bool {
 	hdr := header.TCP(pkt.TransportHeader().Slice())
-	return checksumValid(pkt, hdr, pkt.Data().Size())
+	data, _ := payloadInPlace(pkt, pkt.Data().Size())
+	return checksumValid(pkt, hdr, data)
 }
 
 // SndUna is ep's oldest unacknowledged sequence number as the wire gives

@@ -17,13 +17,13 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/header/parse"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/internal/csum"
 	"github.com/netramp/netramp/tcp/internal/isn"
 	"github.com/netramp/netramp/tcp/internal/syncookie"
 )
@@ -210,12 +210,12 @@ type path struct {
 
 func pathOf(r *stack.Route) path {
 	local, remote := r.LocalAddress(), r.RemoteAddress()
-	sum := checksum.Checksum(local.AsSlice(), 0)
-	sum = checksum.Checksum(remote.AsSlice(), sum)
+	sum := csum.Sum(local.AsSlice(), 0)
+	sum = csum.Sum(remote.AsSlice(), sum)
 	// control:tcp-path-sum-without-protocol
 	pa := path{
 		r:       r,
-		addrSum: checksum.Combine(sum, uint16(ProtocolNumber)),
+		addrSum: csum.Combine(sum, uint16(ProtocolNumber)),
 		reserve: int(r.MaxHeaderLength()),
 		csum:    r.RequiresTXTransportChecksum(),
 		ttl:     r.DefaultTTL(),
@@ -250,10 +250,11 @@ func (p *protocol) buildGSO(pa *path, sport, dport uint16, seq, ack uint32, flag
 	copy(h[header.TCPMinimumSize:], opts)
 	if gso.Type != stack.GSONone {
 		pkt.GSOOptions = gso
-		h.SetChecksum(checksum.Combine(pa.addrSum, uint16(pkt.Size())))
+		h.SetChecksum(csum.Combine(pa.addrSum, uint16(pkt.Size())))
 	} else if pa.csum {
-		xsum := checksum.Combine(pa.addrSum, uint16(pkt.Size()))
-		xsum = checksum.Combine(xsum, pkt.Data().Checksum())
+		data, _ := payloadInPlace(pkt, pkt.Data().Size()) // an empty span without data
+		xsum := csum.Combine(pa.addrSum, uint16(pkt.Size()))
+		xsum = csum.Combine(xsum, data.sum())
 		h.SetChecksum(^h.CalculateChecksum(xsum))
 	}
 	return pkt

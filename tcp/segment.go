@@ -7,10 +7,11 @@ import (
 	"encoding/binary"
 
 	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/seqnum"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netramp/netramp/internal/csum"
 )
 
 // segment is one parsed inbound segment; payload and opts alias the packet.
@@ -53,23 +54,23 @@ func (p *protocol) parse(pkt *stack.PacketBuffer) (segment, bool) {
 		p.st.dropMalformed.Inc()
 		return segment{}, false
 	}
-	if !pkt.RXChecksumValidated && !checksumValid(pkt, hdr, size) {
-		p.st.csumErrors.Inc()
-		return segment{}, false
-	}
-	s := segment{
-		seq: hdr.SequenceNumber(), ack: hdr.AckNumber(), flags: hdr.Flags(),
-		wnd: hdr.WindowSize(), opts: hdr[header.TCPMinimumSize:off],
-	}
+	var data span
 	if size > 0 {
 		d, ok := payloadInPlace(pkt, size)
 		if !ok {
 			p.st.dropMalformed.Inc()
 			return segment{}, false
 		}
-		s.data = d
+		data = d
 	}
-	return s, true
+	if !pkt.RXChecksumValidated && !checksumValid(pkt, hdr, data) {
+		p.st.csumErrors.Inc()
+		return segment{}, false
+	}
+	return segment{
+		seq: hdr.SequenceNumber(), ack: hdr.AckNumber(), flags: hdr.Flags(),
+		wnd: hdr.WindowSize(), opts: hdr[header.TCPMinimumSize:off], data: data,
+	}, true
 }
 
 // span is a segment's payload where it lies in the packet: n bytes from off
@@ -119,6 +120,14 @@ func (p span) cut(skip, n int) span {
 	return p
 }
 
+// sum is the one's complement sum of the span's bytes, read where they lie
+// (internal/csum): no view is pulled up or cloned.
+func (p span) sum() uint16 {
+	var s csum.Summer
+	p.each(func(_ *buffer.View, _ int, b []byte) { s.Add(b) })
+	return s.Sum()
+}
+
 // each calls fn with each view's part of the span, in order: v is the view,
 // b its bytes that belong to the span, from off bytes into v.
 func (p span) each(fn func(v *buffer.View, off int, b []byte)) {
@@ -138,23 +147,23 @@ func (p span) each(fn func(v *buffer.View, off int, b []byte)) {
 // PacketBuffer.Network boxes the header in an interface (a heap allocation
 // per segment), and copying the addresses out to sum them cost a tenth of
 // parsing (issue 12).
-func checksumValid(pkt *stack.PacketBuffer, hdr header.TCP, size int) bool {
+func checksumValid(pkt *stack.PacketBuffer, hdr header.TCP, data span) bool {
 	var sum uint16
 	nh := pkt.NetworkHeader().Slice()
 	switch {
 	case pkt.NetworkProtocolNumber == header.IPv4ProtocolNumber && len(nh) >= header.IPv4MinimumSize:
-		sum = checksum.Checksum(nh[12:20], 0) // source and destination
+		sum = csum.Sum(nh[12:20], 0) // source and destination
 	case pkt.NetworkProtocolNumber == header.IPv6ProtocolNumber && len(nh) >= header.IPv6MinimumSize:
-		sum = checksum.Checksum(nh[8:40], 0)
+		sum = csum.Sum(nh[8:40], 0)
 	default:
 		net := pkt.Network()
 		src, dst := net.SourceAddress(), net.DestinationAddress()
-		sum = checksum.Checksum(dst.AsSlice(), checksum.Checksum(src.AsSlice(), 0))
+		sum = csum.Sum(dst.AsSlice(), csum.Sum(src.AsSlice(), 0))
 	}
 	// control:tcp-rx-sum-without-protocol
-	sum = checksum.Combine(sum, uint16(ProtocolNumber))
-	sum = checksum.Combine(sum, uint16(int(hdr.DataOffset())+size))
-	sum = checksum.Combine(sum, pkt.Data().Checksum())
+	sum = csum.Combine(sum, uint16(ProtocolNumber))
+	sum = csum.Combine(sum, uint16(int(hdr.DataOffset())+data.n))
+	sum = csum.Combine(sum, data.sum())
 	return hdr.CalculateChecksum(sum) == 0xffff
 }
 
