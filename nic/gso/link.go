@@ -5,11 +5,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/internal/csum"
 	"github.com/netramp/netramp/nic"
 )
 
@@ -262,7 +264,7 @@ func (w *scratch) split(kind Kind, pkt *stack.PacketBuffer, mss int) error {
 		payload.Truncate(int64(n))
 		rest.TrimFront(int64(n))
 		w.fixed = append(w.fixed[:0], w.hdr...)
-		lo.fix(w.fixed, off, n, off+n >= total, payload.Checksum(0))
+		lo.fix(w.fixed, off, n, off+n >= total, bufferSum(&payload))
 		f := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: len(w.hdr), Payload: payload})
 		copy(f.TransportHeader().Push(len(tl)), w.fixed[lo.l4:])
 		copy(f.NetworkHeader().Push(len(nl)), w.fixed[len(ll):lo.l4])
@@ -279,6 +281,17 @@ func (w *scratch) split(kind Kind, pkt *stack.PacketBuffer, mss int) error {
 		}
 	}
 	return nil
+}
+
+// bufferSum is the one's complement sum of b's bytes, read view by view
+// where they lie.
+func bufferSum(b *buffer.Buffer) uint16 {
+	var s csum.Summer
+	views := b.AsViewList()
+	for v := views.Front(); v != nil; v = v.Next() {
+		s.Add(v.AsSlice())
+	}
+	return s.Sum()
 }
 
 // kindOf is the Segment kind of a GSO type, 0 for a packet to pass whole.

@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/internal/csum"
 )
 
 // Kind is the network protocol of a TCP GSO packet.
@@ -63,7 +64,7 @@ func (s *Segmenter) Segment(kind Kind, mss int, frame []byte, l3 int, emit func(
 		b := seg[:lo.hdrEnd+n]
 		copy(b, frame[:lo.hdrEnd])
 		copy(b[lo.hdrEnd:], payload[off:off+n])
-		lo.fix(b[:lo.hdrEnd], off, n, off+n >= len(payload), checksum.Checksum(b[lo.hdrEnd:], 0))
+		lo.fix(b[:lo.hdrEnd], off, n, off+n >= len(payload), csum.Sum(b[lo.hdrEnd:], 0))
 		emit(b)
 		if len(payload) == 0 {
 			break
@@ -88,7 +89,7 @@ func Whole(kind Kind, frame []byte, l3 int, emit func([]byte)) error {
 	}
 	payload := frame[lo.hdrEnd:]
 	lo.mss = max(len(payload), 1) // one segment: the IPv4 ID stays the packet's
-	lo.fix(frame[:lo.hdrEnd], 0, len(payload), true, checksum.Checksum(payload, 0))
+	lo.fix(frame[:lo.hdrEnd], 0, len(payload), true, csum.Sum(payload, 0))
 	emit(frame)
 	return nil
 }
@@ -181,5 +182,5 @@ func (lo *layout) fix(hdr []byte, off, n int, last bool, sum uint16) {
 		xsum = header.PseudoHeaderChecksum(header.TCPProtocolNumber, ip.SourceAddress(), ip.DestinationAddress(), tcpLen)
 	}
 	t.SetChecksum(0)
-	t.SetChecksum(^checksum.Checksum(t, checksum.Combine(xsum, sum)))
+	t.SetChecksum(^csum.Sum(t, csum.Combine(xsum, sum)))
 }

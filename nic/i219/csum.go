@@ -2,8 +2,9 @@ package i219
 
 import (
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"github.com/netramp/netramp/internal/csum"
 )
 
 // hwChecksumOK reports whether the card validated every checksum the stack
@@ -77,5 +78,5 @@ func softwareChecksumOK(frame []byte) bool {
 		return true
 	}
 	xsum := header.PseudoHeaderChecksum(proto, src, dst, uint16(len(payload)))
-	return checksum.Checksum(payload, xsum) == 0xFFFF
+	return csum.Sum(payload, xsum) == 0xFFFF
 }

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-
+	"github.com/netramp/netramp/internal/csum"
 	"github.com/netramp/netramp/nic/gso"
 )
 
@@ -80,7 +79,7 @@ func FinishChecksum(h VnetHdr, pkt []byte) error {
 	if start >= len(pkt) || off+2 > len(pkt) {
 		return fmt.Errorf("%w: checksum at %d+%d outside a %d-byte frame", ErrBadFrame, h.CsumStart, h.CsumOffset, len(pkt))
 	}
-	sum := checksum.Checksum(pkt[start:], 0)
+	sum := csum.Sum(pkt[start:], 0)
 	binary.BigEndian.PutUint16(pkt[off:], ^sum)
 	return nil
 }
