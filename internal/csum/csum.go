@@ -7,6 +7,15 @@
 //
 // Results are bit-identical to gVisor's checksum.Checksum and Checksumer,
 // which the tests compare against, so a caller may mix the two.
+//
+// `go test -bench Sum ./internal/csum` on the AMD EPYC (Zen, AVX-512) dev
+// machine, best of 5, buffer in cache: AVX2 80 GB/s at 1460 bytes and 100 GB/s
+// at 9000 and 65536, gVisor's 24-26 GB/s, the Go kernel 19 GB/s; at 64 bytes
+// all three take 5-6 ns, a call's fixed cost. Inside the stack the payload
+// is rarely in cache: `osbench cpu -tso off -mtu 9000 -cores 1 -tcp netramp
+// -cpuprofile` puts the sums at 9.5% of all CPU, down from gVisor's 11.9%
+// (about 35 GB/s instead of 27): what is left is the cost of fetching bytes
+// the sender last touched when the application wrote them.
 package csum
 
 import "math/bits"
