@@ -186,7 +186,8 @@ func (e *endpoint) gsoBurst(rate float64, burst int) int {
 // same, a 46th segment and its ACK a write (the receiver ACKs a short
 // segment at once): osbench cpu -tso off at one core, 15 of 765 packets per
 // MB at MTU 1500 and 15 of 141 at 9000 were runts, 10.9 and 9.3 per MB the
-// ACKs for them. It is safe: the application's next write sends the tail
+// ACKs for them (with the tail corked and the 64 KB ACK cap, coalesce.go:
+// 719 and 126 packets per MB, gVisor's 726 and 125). It is safe: the application's next write sends the tail
 // with its own data, a FIN or TCP_NODELAY is never held, a window- or
 // cwnd-limited send is never held, and when the write that held it returns
 // the pacing timer is set to fire at once (endWrite), so the tail leaves as
