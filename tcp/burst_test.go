@@ -19,13 +19,18 @@ func burstConn(t *testing.T) (*segHarness, *conn) {
 	return h, h.accept(80, synOptions(1460, 7, true, false, 0))
 }
 
-// TestBurstIsAckedAtItsEndOncePerSixteenSegments: n full segments delivered
-// as one burst get no ACK while it lasts but one at each sixteenth segment
-// (the cap), and one ACK of them all at its end: ceil(n/16) ACKs where
+// capSegs is the most full 1460-byte segments one held ACK covers on a
+// fresh connection: a quarter of its 128 KB receive buffer, under the 64 KB
+// the cap allows once autotuning has grown the buffer (coalesceCap).
+const capSegs = 128 << 10 / 4 / 1460
+
+// TestBurstIsAckedAtItsEndAndAtEachCap: n full segments delivered as one
+// burst get no ACK while it lasts but one at each cap's worth of segments
+// (22 here), and one ACK of them all at its end: ceil(n/22) ACKs where
 // every second segment would have drawn n/2 (coalesce.go's departure from
 // RFC 5681 §4.2).
-func TestBurstIsAckedAtItsEndOncePerSixteenSegments(t *testing.T) {
-	for _, n := range []int{2, 3, 8, 16, 20, 45} {
+func TestBurstIsAckedAtItsEndAndAtEachCap(t *testing.T) {
+	for _, n := range []int{2, 3, 8, 16, 20, 22, 24, 46} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			h, c := burstConn(t)
 			first := c.peerNxt
@@ -33,7 +38,7 @@ func TestBurstIsAckedAtItsEndOncePerSixteenSegments(t *testing.T) {
 			for i := 1; i <= n; i++ {
 				c.send(header.TCPFlagAck, make([]byte, 1460))
 				out := h.out()
-				if i%16 == 0 {
+				if i%capSegs == 0 {
 					if len(out) != 1 || out[0].ack != c.peerNxt {
 						t.Fatalf("segment %d: sent %+v, want the cap's ACK of %d", i, out, c.peerNxt)
 					}
@@ -44,18 +49,18 @@ func TestBurstIsAckedAtItsEndOncePerSixteenSegments(t *testing.T) {
 			h.link.EndBurst()
 			out := h.out()
 			switch {
-			case n%16 == 0 && len(out) != 0:
+			case n%capSegs == 0 && len(out) != 0:
 				t.Fatalf("burst end: sent %+v, want nothing (the cap's ACK covered all)", out)
-			case n%16 != 0 && (len(out) != 1 || out[0].ack != c.peerNxt || len(out[0].payload) != 0):
+			case n%capSegs != 0 && (len(out) != 1 || out[0].ack != c.peerNxt || len(out[0].payload) != 0):
 				t.Fatalf("burst end: sent %+v, want one pure ACK of %d (first %d)", out, c.peerNxt, first)
 			}
-			want := uint64((n + 15) / 16)
+			want := uint64((n + capSegs - 1) / capSegs)
 			got := h.count("tcp.acks.sent.burst-end") + h.count("tcp.acks.sent.every-second")
 			if got != want {
 				t.Errorf("pure ACKs = %d, want %d", got, want)
 			}
-			if h.count("tcp.acks.sent.burst-end") != uint64(min(n%16, 1)) {
-				t.Errorf("tcp.acks.sent.burst-end = %d, want %d", h.count("tcp.acks.sent.burst-end"), min(n%16, 1))
+			if h.count("tcp.acks.sent.burst-end") != uint64(min(n%capSegs, 1)) {
+				t.Errorf("tcp.acks.sent.burst-end = %d, want %d", h.count("tcp.acks.sent.burst-end"), min(n%capSegs, 1))
 			}
 		})
 	}
@@ -115,16 +120,16 @@ func TestBurstStillAcksOutOfOrderShortAndFinAtOnce(t *testing.T) {
 }
 
 // TestBurstNeverEndedAcksWithinTheDelayedAckTime: a link that begins a
-// burst and never ends it stalls nothing: the cap still ACKs every
-// sixteenth segment and the delayed-ACK timer the rest.
+// burst and never ends it stalls nothing: the cap still ACKs each cap's
+// worth of segments and the delayed-ACK timer the rest.
 func TestBurstNeverEndedAcksWithinTheDelayedAckTime(t *testing.T) {
 	h, c := burstConn(t)
 	h.link.BeginBurst()
-	for range 20 {
+	for range capSegs + 4 {
 		c.send(header.TCPFlagAck, make([]byte, 1460))
 	}
 	if out := h.out(); len(out) != 1 || out[0].ack != c.peerNxt-4*1460 {
-		t.Fatalf("sent %+v, want the cap's ACK of the first 16 segments", out)
+		t.Fatalf("sent %+v, want the cap's ACK of the first %d segments", out, capSegs)
 	}
 	h.clk.RunFor(tcp.DefaultDelayedAck - time.Millisecond)
 	h.none()

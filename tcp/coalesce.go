@@ -28,30 +28,48 @@ package tcp
 //   - only the every-second ACK is held: out-of-order, hole-filling,
 //     duplicate, short-segment, FIN and window ACKs still go at once, so
 //     loss detection (SACK, duplicate ACKs) sees what it did;
-//   - the hold is capped at coalesceCap segments (16, or a quarter of the
-//     receive buffer if less; an aggregate counts as the full segments it
-//     holds, segmentsIn, so one of 16 or more is never held): a burst of N
-//     segments gets about N/16 ACKs, so the peer's window and ACK clock
-//     never wait on a long burst; and a burst held while its link never
-//     reports the end still has the delayed-ACK timer, armed as for any
-//     unacknowledged segment;
+//   - the hold is capped at coalesceCap segments (64 KB of full segments but
+//     at least 16, or a quarter of the receive buffer if less; an aggregate
+//     counts as the full segments it holds, segmentsIn, so one of the cap or
+//     more is never held): a burst gets about one ACK per 64 KB, so the
+//     peer's window and ACK clock never wait on a long burst; and a burst
+//     held while its link never reports the end still has the delayed-ACK
+//     timer, armed as for any unacknowledged segment;
 //   - the sender takes the stretch ACK as every segment it delivers
 //     (wholeSegmentCredit): CUBIC grows by the bytes acknowledged (RFC 9438
-//     §4.2), slow start by at most L·SMSS an ACK (RFC 9406 §4.2; an unpaced
-//     sender's L = 8 makes that 1.5× a round on 16-segment ACKs, slower,
-//     never faster, than every-second ACKs: cc/hystart.go hsL). Its ACK
-//     clock releases up to 16 segments at once, no more than one burst's
-//     worth, which the link just showed it carries. Its RTT samples come at
-//     the burst's end, late by at most the burst's processing (microseconds
-//     in memory, one poll on a NIC); paced HyStart++ counts a stretch ACK's
-//     samples (cc/hystart.go onRTT), so a round still has the samples its
-//     delay check needs;
+//     §4.2), slow start by at most L·SMSS an ACK (RFC 9406 §4.2). An unpaced
+//     sender's L = 8 (cc/hystart.go hsL) makes that 1.5× a round on
+//     16-segment ACKs and 1.18× on 45-segment ones: slower, never faster,
+//     than every-second ACKs, and different from the 16-segment cap only
+//     where a flight comes in bursts of more than 16 segments. A fresh
+//     connection's 128 KB buffer keeps the cap at a quarter of it (22
+//     segments at MSS 1460) until autotuning grows it, and slow start's
+//     first flights (10, 20 segments) fit under either cap or nearly. A
+//     Linux receiver with GRO ACKs such a 64 KB aggregate once (one ACK per
+//     skb of more than one MSS), so a sender meets the same stretch from it. Its ACK clock releases up to
+//     64 KB at once, no more than one burst's worth, which the link just
+//     showed it carries. Its RTT samples come at the burst's end, late by at
+//     most the burst's processing (microseconds in memory, one poll on a
+//     NIC); paced HyStart++ counts a stretch ACK's samples (cc/hystart.go
+//     onRTT), so a round still has the samples its delay check needs;
 //   - it needs a backlog or a burst: where segments arrive one at a time
 //     (virtual time, where the wire delivers from the clock's goroutine, a
 //     write only queues and no burst is reported) nothing changes.
 
-// maxCoalesce is the most full segments one held ACK covers.
-const maxCoalesce = 16
+// maxCoalesce is the fewest full segments one held ACK may cover, and
+// coalesceBytes the payload it may cover when that is more segments: one
+// 64 KB GSO packet's worth, what the qdisc gathers into one link write and
+// a pipe or ring delivers as one burst. With a cap of 16 segments, a burst
+// at MTU 1500 (up to 45 segments) drew two every-second ACKs and one at its
+// end; with 64 KB, one (osbench cpu -bytes 300000000 -tso off -cores 1, MTU
+// 1500, the write's tail corked: pure ACKs per MB every-second 33 and
+// burst-end 23 with 16 segments, 2.7 and 26 with 64 KB; packets per MB 748
+// and 720, gVisor's 726). At MTU 9000 (16 segments = 143 KB) nothing
+// changes.
+const (
+	maxCoalesce   = 16
+	coalesceBytes = 64 << 10
+)
 
 // holdAck reports whether the every-second ACK now owed is held for the
 // flush under way or the burst that delivered the segment (see above), and
@@ -75,10 +93,12 @@ func (e *endpoint) holdAck() bool {
 	return true
 }
 
-// coalesceCap is the most full segments an ACK may be held for: 16, and at
-// most a quarter of the receive buffer.
+// coalesceCap is the most full segments an ACK may be held for: 64 KB of
+// them but at least 16, and at most a quarter of the receive buffer.
 func (e *endpoint) coalesceCap() int {
-	return min(maxCoalesce, e.rcvBuf/4/max(e.smss, 1))
+	smss := max(e.smss, 1)
+	// control:tcp-ack-coalescing-segment-cap
+	return min(max(maxCoalesce, coalesceBytes/smss), e.rcvBuf/4/smss)
 }
 
 // sendHeldAck sends the ACK held for the backlog once the flush's outbox has

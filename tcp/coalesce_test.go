@@ -52,13 +52,39 @@ func TestBurstArrivingDuringAFlushIsAckedOnce(t *testing.T) {
 	}
 }
 
-// TestCoalescedAckCoversAtMostSixteenSegments: a nested burst of twenty
-// full segments is acknowledged at its sixteenth segment and at its end.
-func TestCoalescedAckCoversAtMostSixteenSegments(t *testing.T) {
-	_, c, out := nestedBurst(t, 20)
-	first := c.peerNxt - 20*1460
-	if len(out) != 2 || out[0].ack != first+16*1460 || out[1].ack != c.peerNxt {
-		t.Fatalf("sent %+v, want ACKs of 16 segments (%d) and of all (%d)", out, first+16*1460, c.peerNxt)
+// TestCoalescedAckCoversAtMostTheCap: a nested burst of the cap's worth of
+// full segments and four more is acknowledged at its 22nd segment and at
+// its end.
+func TestCoalescedAckCoversAtMostTheCap(t *testing.T) {
+	_, c, out := nestedBurst(t, capSegs+4)
+	first := c.peerNxt - (capSegs+4)*1460
+	if len(out) != 2 || out[0].ack != first+capSegs*1460 || out[1].ack != c.peerNxt {
+		t.Fatalf("sent %+v, want ACKs of %d segments (%d) and of all (%d)", out, capSegs, first+capSegs*1460, c.peerNxt)
+	}
+}
+
+// TestCoalescedAckCoversAtMostAQuarterOfASmallBuffer: with an 80 KB receive
+// buffer the cap is a quarter of it (14 segments of 1,460 bytes), below 16,
+// so a held ACK never covers more than the window can spare.
+func TestCoalescedAckCoversAtMostAQuarterOfASmallBuffer(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{ReceiveBufferMax: 80 << 10})
+	c := h.accept(80, synOptions(1460, 7, true, false, 0))
+	const quarter = 80 << 10 / 4 / 1460
+	h.link.BeginBurst()
+	for i := 1; i <= 2*quarter+2; i++ {
+		c.send(header.TCPFlagAck, make([]byte, 1460))
+		out := h.out()
+		if i%quarter == 0 {
+			if len(out) != 1 || out[0].ack != c.peerNxt {
+				t.Fatalf("segment %d: sent %+v, want the cap's ACK of %d", i, out, c.peerNxt)
+			}
+		} else if len(out) != 0 {
+			t.Fatalf("segment %d of the burst: sent %+v, want it held", i, out)
+		}
+	}
+	h.link.EndBurst()
+	if out := h.out(); len(out) != 1 || out[0].ack != c.peerNxt {
+		t.Fatalf("burst end: sent %+v, want one ACK of %d", out, c.peerNxt)
 	}
 }
 

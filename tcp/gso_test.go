@@ -177,19 +177,24 @@ func TestLossInsideAGSOBurstIsRepairedOneSegmentAtATime(t *testing.T) {
 	}
 }
 
-// corkHarness is a scripted peer on a link that offers the host GSO and
-// takes its GSO packets whole; the peer acknowledges each data packet from
-// inside the host's write of it, as a synchronous link does, and the packets
-// the host sent are collected in data.
-func corkHarness(t *testing.T) (*segHarness, *conn, *[]pseg) {
+// corkHarness is a scripted peer on a link that, with offload, offers the
+// host GSO and takes its GSO packets whole, and without is a plain link;
+// the peer acknowledges each data packet from inside the host's write of
+// it, as a synchronous link does, and the packets the host sent are
+// collected in data.
+func corkHarness(t *testing.T, offload bool) (*segHarness, *conn, *[]pseg) {
 	t.Helper()
-	hh := tcptest.NewConfig(t, tcptest.Config{TCP: tcp.Options{InitialWindow: 100}, Wrap: func(l gstack.LinkEndpoint) gstack.LinkEndpoint {
-		g, err := gso.NewLink(l, gso.LinkOptions{MaxSize: 64 << 10, GRO: true})
-		if err != nil {
-			t.Fatal(err)
+	cfg := tcptest.Config{TCP: tcp.Options{InitialWindow: 100}}
+	if offload {
+		cfg.Wrap = func(l gstack.LinkEndpoint) gstack.LinkEndpoint {
+			g, err := gso.NewLink(l, gso.LinkOptions{MaxSize: 64 << 10, GRO: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
 		}
-		return g
-	}})
+	}
+	hh := tcptest.NewConfig(t, cfg)
 	h := &segHarness{host: hh, t: t, clk: hh.Clock, link: hh.Link, s: hh.Stack, reg: hh.Counters}
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	var data []pseg
@@ -212,7 +217,7 @@ func corkHarness(t *testing.T) (*segHarness, *conn, *[]pseg) {
 // as a runt; the next write sends them at the head of its own full packet,
 // and once the writes stop the held bytes leave when the clock next runs.
 func TestWriteTailWaitsForTheNextWriteOnGSO(t *testing.T) {
-	h, c, data := corkHarness(t)
+	h, c, data := corkHarness(t, true)
 	const full = 44 * 1460 // the segments a 65,455-byte GSO payload holds
 	start := c.hostNxt
 	c.write(t, make([]byte, 64<<10))
@@ -241,9 +246,77 @@ func sizes(segs []pseg) []int {
 // is not held for a next write (corkTail holds only behind a packet being
 // sent), so a request's bytes leave inside its Write.
 func TestLoneWriteLeavesAtOnceOnGSO(t *testing.T) {
-	_, c, data := corkHarness(t)
+	_, c, data := corkHarness(t, true)
 	c.write(t, make([]byte, 100))
 	if len(*data) != 1 || len((*data)[0].payload) != 100 {
 		t.Fatalf("write of 100 bytes sent %v, want them at once", sizes(*data))
 	}
+}
+
+// TestWriteTailWaitsForTheNextWriteWithoutGSO: on a plain link whose ACKs
+// come back inside the host's write, a 64 KB write leaves as 44 full
+// segments and the 1,296 bytes past them wait (corkTail) instead of leaving
+// as a 45th, short segment, which the receiver would ACK at once; the next
+// write sends them at the head of its own full segments, and once the
+// writes stop the held bytes leave when the clock next runs.
+func TestWriteTailWaitsForTheNextWriteWithoutGSO(t *testing.T) {
+	h, c, data := corkHarness(t, false)
+	start := c.hostNxt
+	c.write(t, make([]byte, 64<<10))
+	if n := len(*data); n != 44 || !allFull(*data, 1460) {
+		t.Fatalf("first write sent %v, want 44 full segments", sizes(*data))
+	}
+	c.write(t, make([]byte, 64<<10))
+	if n := len(*data); n != 89 || !allFull(*data, 1460) || (*data)[44].seq != start+44*1460 {
+		t.Fatalf("second write sent %v, want 45 more full segments from the held tail", sizes((*data)[44:]))
+	}
+	h.clk.RunFor(time.Millisecond)
+	if got := c.hostNxt - start; got != 2*64<<10 {
+		t.Fatalf("%d of %d bytes sent once the clock ran (%v)", got, 2*64<<10, sizes((*data)[89:]))
+	}
+	if n := len(*data); n != 90 {
+		t.Fatalf("%d segments for two 64 KB writes, want 90 (89 full and the last tail)", n)
+	}
+}
+
+// TestWriteTailIsNotHeldWithoutGSO: the tail of a 64 KB write on the same
+// plain link leaves inside the write when holding it could stall the
+// application or the peer: with TCP_NODELAY, with a FIN queued behind it,
+// and a write alone with no packet of ours ahead of it.
+func TestWriteTailIsNotHeldWithoutGSO(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		size  int
+		setup func(c *conn)
+		after func(c *conn)
+		want  int // data segments sent with no clock run
+	}{
+		{"TCP_NODELAY", 64 << 10, func(c *conn) { c.ep.SocketOptions().SetDelayOption(false) }, nil, 45},
+		{"FIN after the write", 64 << 10, nil, func(c *conn) { c.ep.Shutdown(tcpip.ShutdownWrite) }, 45},
+		{"a lone short write", 100, nil, nil, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, cn, data := corkHarness(t, false)
+			start := cn.hostNxt
+			if c.setup != nil {
+				c.setup(cn)
+			}
+			cn.write(t, make([]byte, c.size))
+			if c.after != nil {
+				c.after(cn)
+			}
+			if n := len(*data); n != c.want || cn.hostNxt-start != uint32(c.size) {
+				t.Fatalf("sent %v (%d bytes), want %d segments of all %d bytes", sizes(*data), cn.hostNxt-start, c.want, c.size)
+			}
+		})
+	}
+}
+
+func allFull(segs []pseg, mss int) bool {
+	for _, s := range segs {
+		if len(s.payload) != mss {
+			return false
+		}
+	}
+	return true
 }
