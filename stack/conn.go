@@ -22,9 +22,9 @@ import (
 // a Write hands the endpoint lives here, made once per connection: the
 // writer a Read fills, the reader a Write drains, and each direction's
 // waiter entry and channel, registered only for the length of a wait. So a
-// Read or Write allocates nothing, waits included (TestConnSteadyReadAnd
-// WriteAllocateNothing); gVisor's gonet makes a writer per Read, a reader
-// per Write and an entry and a channel per wait.
+// Read or Write allocates nothing, waits included
+// (TestConnSteadyReadAndWriteAllocateNothing); gVisor's gonet makes a writer
+// per Read, a reader per Write and an entry and a channel per wait.
 //
 // Reads are serialised among themselves and so are Writes, as Go's net
 // serialises them on a socket: one Read and one Write run at once, each
