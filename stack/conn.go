@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,9 @@ import (
 // conn is a net.Conn over one of our TCP's endpoints. Everything a Read or
 // a Write hands the endpoint lives here, made once per connection: the
 // writer a Read fills, the reader a Write drains, and each direction's
-// waiter entry and channel, registered only for the length of a wait. So a
-// Read or Write allocates nothing, waits included
+// waiter entry and channel (the channel at the direction's first wait, so
+// an idle connection holds none), the entry registered only for the length
+// of a wait. So a Read or Write allocates nothing, waits included
 // (TestConnSteadyReadAndWriteAllocateNothing); gVisor's gonet makes a writer
 // per Read, a reader per Write and an entry and a channel per wait.
 //
@@ -43,9 +45,9 @@ import (
 type conn struct {
 	ep     tcpip.Endpoint
 	wq     *waiter.Queue
-	q      waiter.Queue // the queue of an endpoint that Dial makes (wq is then &q)
-	local  net.Addr
-	remote net.Addr
+	q      waiter.Queue   // the queue of an endpoint that Dial makes (wq is then &q)
+	local  netip.AddrPort // fixed from the handshake on; made into a net.Addr when asked
+	remote netip.AddrPort
 	closed atomic.Bool
 
 	rmu sync.Mutex // serialises Reads; guards rw
@@ -61,14 +63,18 @@ type conn struct {
 // registers, the channel it waits on, and the deadline.
 type direction struct {
 	entry   waiter.Entry
-	wake    chan struct{} // capacity 1: the entry, the deadline's timer, Set*Deadline and Close send without blocking
-	waiting bool          // entry is registered; only the call holding the direction's mutex touches it
+	mask    waiter.EventMask
+	waiting bool // entry is registered; only the call holding the direction's mutex touches it
 
 	// deadline is the deadline as nanoseconds past epoch; 0 is none. A
 	// call reads it without a lock; Set*Deadline writes it under mu.
 	deadline atomic.Int64
 	mu       sync.Mutex
 	timer    *time.Timer // made by the first future deadline, Reset by later ones
+	// wake has capacity 1: the entry, the deadline's timer, Set*Deadline
+	// and Close send without blocking. The first wait makes it, under mu;
+	// a send before then has no waiter to wake.
+	wake chan struct{}
 }
 
 // epoch is what deadlines are measured from: the monotonic clock of this
@@ -76,17 +82,26 @@ type direction struct {
 // load while none is set and one clock read while one is.
 var epoch = time.Now()
 
-func (d *direction) init(mask waiter.EventMask) {
-	d.wake = make(chan struct{}, 1)
-	d.entry.Init(waiter.ChannelNotifier(d.wake), mask)
+// waitChan is d's channel, made with the entry's notifier the first time;
+// only the call holding the direction's mutex calls it.
+func (d *direction) waitChan() chan struct{} {
+	if d.wake == nil {
+		d.mu.Lock()
+		d.wake = make(chan struct{}, 1)
+		d.mu.Unlock()
+		d.entry.Init(waiter.ChannelNotifier(d.wake), d.mask)
+	}
+	return d.wake
 }
 
 // poke wakes the call waiting on d, if any, to look again.
 func (d *direction) poke() {
+	d.mu.Lock()
 	select {
-	case d.wake <- struct{}{}:
+	case d.wake <- struct{}{}: // a nil channel (no wait yet) is never ready
 	default:
 	}
+	d.mu.Unlock()
 }
 
 // expired reports whether d's deadline has passed.
@@ -148,22 +163,35 @@ func (c *conn) init(ep tcpip.Endpoint, wq *waiter.Queue) {
 	c.ep, c.wq = ep, wq
 	// HUp and Err too: a reset or an abort wakes both directions, whatever
 	// readiness the endpoint reports with them.
-	c.rd.init(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
-	c.wd.init(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	c.rd.mask = waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr
+	c.wd.mask = waiter.WritableEvents | waiter.EventHUp | waiter.EventErr
 }
 
 // setAddrs makes the addresses once: they are fixed from the handshake on.
 func (c *conn) setAddrs() {
 	if a, err := c.ep.GetLocalAddress(); err == nil {
-		c.local = tcpAddr(a)
+		c.local = addrPort(a)
 	}
 	if a, err := c.ep.GetRemoteAddress(); err == nil {
-		c.remote = tcpAddr(a)
+		c.remote = addrPort(a)
 	}
+}
+
+func addrPort(a tcpip.FullAddress) netip.AddrPort {
+	ip, _ := netip.AddrFromSlice(a.Addr.AsSlice())
+	return netip.AddrPortFrom(ip, a.Port)
 }
 
 func tcpAddr(a tcpip.FullAddress) *net.TCPAddr {
 	return &net.TCPAddr{IP: net.IP(a.Addr.AsSlice()), Port: int(a.Port)}
+}
+
+// netAddr is ap as a net.Addr; nil for none, as net.Conn's methods say.
+func netAddr(ap netip.AddrPort) net.Addr {
+	if !ap.IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(ap)
 }
 
 // block is called by a Read or Write the endpoint refused with
@@ -172,12 +200,13 @@ func tcpAddr(a tcpip.FullAddress) *net.TCPAddr {
 // registration is not missed. After that it waits for the entry, a
 // deadline change or Close. It returns an error when the call must end.
 func (c *conn) block(d *direction, op string) error {
+	wake := d.waitChan()
 	if !d.waiting {
 		c.wq.EventRegister(&d.entry)
 		d.waiting = true
 		return c.mayGoOn(d, op)
 	}
-	<-d.wake
+	<-wake
 	return c.mayGoOn(d, op)
 }
 
@@ -306,10 +335,10 @@ func (c *conn) shutdown(how tcpip.ShutdownFlags) error {
 }
 
 // LocalAddr implements net.Conn.
-func (c *conn) LocalAddr() net.Addr { return c.local }
+func (c *conn) LocalAddr() net.Addr { return netAddr(c.local) }
 
 // RemoteAddr implements net.Conn.
-func (c *conn) RemoteAddr() net.Addr { return c.remote }
+func (c *conn) RemoteAddr() net.Addr { return netAddr(c.remote) }
 
 // SetDeadline implements net.Conn.
 func (c *conn) SetDeadline(t time.Time) error {
@@ -349,7 +378,7 @@ func (c *conn) endpointError(op string, terr tcpip.Error) error {
 }
 
 func (c *conn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
+	return &net.OpError{Op: op, Net: "tcp", Source: netAddr(c.local), Addr: netAddr(c.remote), Err: err}
 }
 
 // errOf is the error for an endpoint's error: the errno a kernel socket

@@ -35,8 +35,11 @@ func (s *Stack) dial(ctx context.Context, fa tcpip.FullAddress, proto tcpip.Netw
 		return nil, dialErr(errOf(terr))
 	}
 	c.init(ep, &c.q)
-	c.q.EventRegister(&c.wd.entry)
-	defer c.q.EventUnregister(&c.wd.entry)
+	// The handshake's own entry and channel, left behind once it is over:
+	// a conn that never waits holds none.
+	entry, done := waiter.NewChannelEntry(c.wd.mask)
+	c.q.EventRegister(&entry)
+	defer c.q.EventUnregister(&entry)
 	terr = ep.Connect(fa)
 	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
 		for ep.Readiness(waiter.WritableEvents|waiter.EventHUp|waiter.EventErr) == 0 {
@@ -44,7 +47,7 @@ func (s *Stack) dial(ctx context.Context, fa tcpip.FullAddress, proto tcpip.Netw
 			case <-ctx.Done():
 				ep.Close()
 				return nil, dialErr(ctx.Err())
-			case <-c.wd.wake:
+			case <-done:
 			}
 		}
 		terr = ep.LastError()
