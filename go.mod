@@ -3,6 +3,7 @@ module github.com/netramp/netramp
 go 1.26.3
 
 require (
+	golang.org/x/net v0.52.0
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237

@@ -59,6 +59,7 @@ type Stack struct {
 	reg     *counters.Registry
 	credits map[tcpip.NICID]nic.Credit
 	links   []gstack.LinkEndpoint // each NIC's link, for Close to wait on
+	gvisor  bool                  // runs gVisor's TCP: Dial and Listen hand out gonet's conns
 }
 
 // seededReader is a deterministic byte stream for Options.Seed; it is not
@@ -84,6 +85,7 @@ func New(o Options) (*Stack, error) {
 	st := &Stack{
 		reg:     o.Counters,
 		credits: make(map[tcpip.NICID]nic.Credit),
+		gvisor:  o.GVisorTCP,
 	}
 	if st.reg == nil {
 		st.reg = counters.NewRegistry()
@@ -247,12 +249,17 @@ func fullAddr(ap netip.AddrPort) (tcpip.FullAddress, tcpip.NetworkProtocolNumber
 }
 
 // Dial opens a TCP connection to addr. The context bounds the handshake; the
-// returned conn honours deadlines.
+// returned conn honours deadlines. Our TCP's conns are this package's (conn.go:
+// no allocation per Read or Write); gVisor's TCP's are gonet's, as its users
+// get them.
 func (s *Stack) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
 	if !addr.Addr().IsValid() || addr.Port() == 0 {
 		return nil, fmt.Errorf("stack: dial %v: need an address and a port", addr)
 	}
 	fa, proto := fullAddr(addr)
+	if !s.gvisor {
+		return s.dial(ctx, fa, proto)
+	}
 	c, err := gonet.DialContextTCP(ctx, s.s, fa, proto)
 	if err != nil {
 		return nil, err
@@ -261,9 +268,12 @@ func (s *Stack) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 }
 
 // Listen listens on addr; an unspecified address listens on every address of
-// its IP version.
+// its IP version. Accept returns conns as Dial does.
 func (s *Stack) Listen(addr netip.AddrPort) (net.Listener, error) {
 	fa, proto := fullAddr(addr)
+	if !s.gvisor {
+		return s.listen(fa, proto)
+	}
 	l, err := gonet.ListenTCP(s.s, fa, proto)
 	if err != nil {
 		return nil, err

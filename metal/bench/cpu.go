@@ -83,6 +83,11 @@ func (o Offload) String() string {
 	return ""
 }
 
+// CPUConns says what the application reads and writes each TCP through,
+// for the header of the CPU table: each stack's own adapter, as its users
+// get it, so the allocations and CPU of the adapter are in each row.
+const CPUConns = "conns: netramp's read and written through stack's own net.Conn (stack/conn.go), gVisor's through gVisor's gonet (each stack's own adapter)"
+
 // cpuTCPs are the names CPUConfig.TCPs accepts, in row order.
 var cpuTCPs = []string{"netramp", "gVisor"}
 
