@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -144,6 +145,32 @@ func waitRegistered(c *conn, ev waiter.EventMask, stop *atomic.Bool) {
 	for c.wq.Events()&ev == 0 && (stop == nil || !stop.Load()) {
 		runtime.Gosched()
 	}
+}
+
+// waitParked returns once n of this process's goroutines wait in a conn's
+// block, called from the conn method op ("Read" or "Write"), for the wake
+// of their entry, a deadline change or Close. A call parked there looks at
+// its deadline and at Close again only when woken, so a test that changes
+// either after this sees whether the change wakes it; one that changes
+// them after waitRegistered alone could land before the call's own look,
+// and pass without the wake. Go's goroutine dump names the state ("chan
+// receive") and every frame, inlined ones too.
+func waitParked(t *testing.T, op string, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for end := time.Now().Add(blockedFor); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		k := runtime.Stack(buf, true)
+		got := 0
+		for _, g := range strings.Split(string(buf[:k]), "\n\n") {
+			if strings.Contains(g, "[chan receive") && strings.Contains(g, "stack.(*conn).block(") && strings.Contains(g, "stack.(*conn)."+op+"(") {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+	}
+	t.Fatalf("no %d %s calls parked after %v", n, op, blockedFor)
 }
 
 // TestConnSteadyReadAndWriteAllocateNothing: issue 12. Between two stacks
@@ -304,11 +331,10 @@ func TestConnDeadlineInThePastFailsAtOnce(t *testing.T) {
 // ends a Read and a Write already waiting, with a timeout.
 func TestConnPastDeadlineWakesBlockedCalls(t *testing.T) {
 	c1, _ := connPair(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 16 << 10}, ourDial)
-	a := c1.(*conn)
 	rd := readAsync(c1, make([]byte, 10))
 	wr := writeUntilError(c1)
-	waitRegistered(a, waiter.ReadableEvents, nil)
-	waitRegistered(a, waiter.WritableEvents, nil)
+	waitParked(t, "Read", 1)
+	waitParked(t, "Write", 1)
 	c1.SetDeadline(time.Now().Add(-time.Second))
 	if r := await(t, rd, "Read"); !isTimeout(r.err) {
 		t.Errorf("blocked Read: %v, want a timeout", r.err)
@@ -333,12 +359,11 @@ func TestConnFutureDeadlineEndsBlockedRead(t *testing.T) {
 // returns the data that comes after it.
 func TestConnLaterDeadlineExtendsBlockedRead(t *testing.T) {
 	c1, c2 := connPair(t, tcp.Options{}, ourDial)
-	a := c1.(*conn)
 	const first = 300 * time.Millisecond
 	start := time.Now()
 	c1.SetReadDeadline(start.Add(first))
 	rd := readAsync(c1, make([]byte, 10))
-	waitRegistered(a, waiter.ReadableEvents, nil)
+	waitParked(t, "Read", 1)
 	c1.SetReadDeadline(time.Now().Add(time.Hour))
 	time.Sleep(time.Until(start.Add(first + 200*time.Millisecond)))
 	if _, err := c2.Write([]byte("late")); err != nil {
@@ -353,11 +378,10 @@ func TestConnLaterDeadlineExtendsBlockedRead(t *testing.T) {
 // with net.ErrClosed, and later calls fail the same way.
 func TestConnCloseUnblocksReadAndWrite(t *testing.T) {
 	c1, _ := connPair(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 16 << 10}, ourDial)
-	a := c1.(*conn)
 	rd := readAsync(c1, make([]byte, 10))
 	wr := writeUntilError(c1)
-	waitRegistered(a, waiter.ReadableEvents, nil)
-	waitRegistered(a, waiter.WritableEvents, nil)
+	waitParked(t, "Read", 1)
+	waitParked(t, "Write", 1)
 	if err := c1.Close(); err != nil {
 		t.Fatal(err)
 	}
