@@ -43,15 +43,16 @@ package tcp
 //     than every-second ACKs, and different from the 16-segment cap only
 //     where a flight comes in bursts of more than 16 segments. A fresh
 //     connection's 128 KB buffer keeps the cap at a quarter of it (22
-//     segments at MSS 1460) until autotuning grows it, and slow start's
-//     first flights (10, 20 segments) fit under either cap or nearly. A
-//     Linux receiver with GRO ACKs such a 64 KB aggregate once (one ACK per
-//     skb of more than one MSS), so a sender meets the same stretch from it. Its ACK clock releases up to
-//     64 KB at once, no more than one burst's worth, which the link just
-//     showed it carries. Its RTT samples come at the burst's end, late by at
-//     most the burst's processing (microseconds in memory, one poll on a
-//     NIC); paced HyStart++ counts a stretch ACK's samples (cc/hystart.go
-//     onRTT), so a round still has the samples its delay check needs;
+//     segments at MSS 1460) until autotuning grows it, and slow start's first
+//     flights (10, 20 segments) fit under either cap or nearly. A Linux
+//     receiver with GRO ACKs such a 64 KB aggregate once (one ACK per skb of
+//     more than one MSS), so a sender meets the same stretch from it. Its ACK
+//     clock releases up to 64 KB at once, no more than one burst's worth,
+//     which the link just showed it carries. Its RTT samples come at the
+//     burst's end, late by at most the burst's processing (microseconds in
+//     memory, one poll on a NIC); paced HyStart++ counts a stretch ACK's
+//     samples (cc/hystart.go onRTT), so a round still has the samples its
+//     delay check needs;
 //   - it needs a backlog or a burst: where segments arrive one at a time
 //     (virtual time, where the wire delivers from the clock's goroutine, a
 //     write only queues and no burst is reported) nothing changes.

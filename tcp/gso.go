@@ -11,25 +11,26 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// The sender keeps every per-segment rule when the link segments for it:
-// each MSS-sized segment is decided, pushed on the retransmission queue,
-// counted, paced and timed exactly as without offload, and only the packet
-// that carries it changes, but for two stated departures that keep a packet
-// from being cut short: the pacer's burst at rates no timer can space
-// (gsoBurst) and a write's tail held for the next write (corkTail). Consecutive new segments of one opportunity with
-// the same headers but for the sequence number (ACK, window, options: the
-// timestamp is the opportunity's, SACK blocks only change between inbound
-// segments) form a run, written as one packet of up to the link's GSO size
-// whose GSO options tell the link to cut it at the segment size. What the
-// link puts on the wire is what the sender would have sent segment by
-// segment, except that PSH is set on the run's last segment only, as a NIC's
-// TSO leaves it (RFC 9293 §3.9.1 lets a sender set PSH as it sees fit), and
-// that the IPv4 ID counts up per segment, which a datagram with DF need not
-// make unique (RFC 6864 §4.1). Retransmissions, loss probe resends, segments
-// without data and segments that may be fragmented (pmtu.go) always go
-// alone. Without GSO on the route nothing here runs: runJoin declines,
-// deferOutput defers nothing and gsoBurst changes nothing; corkTail holds
-// a write's tail short of one segment instead of one GSO packet.
+// The sender keeps every per-segment rule when the link segments for it: each
+// MSS-sized segment is decided, pushed on the retransmission queue, counted,
+// paced and timed exactly as without offload, and only the packet that
+// carries it changes, but for two stated departures that keep a packet from
+// being cut short: the pacer's burst at rates no timer can space (gsoBurst)
+// and a write's tail held for the next write (corkTail). Consecutive new
+// segments of one opportunity with the same headers but for the sequence
+// number (ACK, window, options: the timestamp is the opportunity's, SACK
+// blocks only change between inbound segments) form a run, written as one
+// packet of up to the link's GSO size whose GSO options tell the link to cut
+// it at the segment size. What the link puts on the wire is what the sender
+// would have sent segment by segment, except that PSH is set on the run's
+// last segment only, as a NIC's TSO leaves it (RFC 9293 §3.9.1 lets a sender
+// set PSH as it sees fit), and that the IPv4 ID counts up per segment, which
+// a datagram with DF need not make unique (RFC 6864 §4.1). Retransmissions,
+// loss probe resends, segments without data and segments that may be
+// fragmented (pmtu.go) always go alone. Without GSO on the route nothing here
+// runs: runJoin declines, deferOutput defers nothing and gsoBurst changes
+// nothing; corkTail holds a write's tail short of one segment instead of one
+// GSO packet.
 
 // gsoRun is the run being built: new data [start, end) of sequence offsets
 // (a FIN takes the last), segs segments of mss payload bytes but the last,
@@ -176,24 +177,25 @@ func (e *endpoint) gsoBurst(rate float64, burst int) int {
 // and from sending what Nagle (RFC 9293 §3.7.4) lets go: like Linux's
 // autocorking (tcp_should_autocork: a write's last, partial packet waits
 // while earlier packets of the socket are still in the host's queues), data
-// short of a full packet waits while the application is in Write and a
-// packet of ours is ahead of it: a full run being built, or the outbox being
+// short of a full packet waits while the application is in Write and a packet
+// of ours is ahead of it: a full run being built, or the outbox being
 // written, during which a synchronous link hands back the ACK of everything
 // sent. Without it, each 64 KB write (45 segments and 376 bytes) left as a
 // GSO packet and a runt, which Nagle held only until that ACK, inside the
 // same write: two packets and two ACKs a write where one and one carry it
 // (osbench cpu over TSO and GRO). On a route without GSO the runt was the
-// same, a 46th segment and its ACK a write (the receiver ACKs a short
-// segment at once): osbench cpu -tso off at one core, 15 of 765 packets per
-// MB at MTU 1500 and 15 of 141 at 9000 were runts, 10.9 and 9.3 per MB the
-// ACKs for them (with the tail corked and the 64 KB ACK cap, coalesce.go:
-// 719 and 126 packets per MB, gVisor's 726 and 125). It is safe: the application's next write sends the tail
-// with its own data, a FIN or TCP_NODELAY is never held, a window- or
-// cwnd-limited send is never held, and when the write that held it returns
-// the pacing timer is set to fire at once (endWrite), so the tail leaves as
-// soon as the clock runs it if no write comes. Where the link only queues a
-// write (nic/wire's virtual time) no ACK comes back inside it, so Nagle
-// holds the tail behind the data in flight as before and nothing changes.
+// same, a 46th segment and its ACK a write (the receiver ACKs a short segment
+// at once): osbench cpu -tso off at one core, 15 of 765 packets per MB at MTU
+// 1500 and 15 of 141 at 9000 were runts, 10.9 and 9.3 per MB the ACKs for
+// them (with the tail corked and the 64 KB ACK cap, coalesce.go: 719 and 126
+// packets per MB, gVisor's 726 and 125). It is safe: the application's next
+// write sends the tail with its own data, a FIN or TCP_NODELAY is never held,
+// a window- or cwnd-limited send is never held, and when the write that held
+// it returns the pacing timer is set to fire at once (endWrite), so the tail
+// leaves as soon as the clock runs it if no write comes. Where the link only
+// queues a write (nic/wire's virtual time) no ACK comes back inside it, so
+// Nagle holds the tail behind the data in flight as before and nothing
+// changes.
 func (e *endpoint) corkTail(avail, wndRoom, smss uint64) bool {
 	pa := e.pathOf()
 	// control:tcp-gso-tail-never-corked
