@@ -1,11 +1,13 @@
 package tcp_test
 
 import (
+	"io"
 	"testing"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/tcp"
 )
@@ -208,4 +210,40 @@ func TestUserTimeoutEndsAnUnansweredConnectionEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.wantGiveUp(t, 4*time.Second, 12*time.Second) // a 5 s user timeout
+}
+
+// TestCloseWakesAReaderWaitingForData: Close ends the read side, so a Read
+// waiting for data in another goroutine must be told, as Shutdown(
+// ShutdownRead) tells it: gVisor's gonet adapter waits for ReadableEvents,
+// and without the notification its Read over our TCP stayed blocked after
+// Close for good. Covered: the graceful close of ESTABLISHED, and a close
+// after our own FIN (FIN-WAIT-1, the default branch).
+func TestCloseWakesAReaderWaitingForData(t *testing.T) {
+	for _, finFirst := range []bool{false, true} {
+		h := newSegHarness(t, tcp.Options{})
+		c := h.accept(80, synOptions(1460, 7, true, false, 0))
+		if finFirst {
+			c.ep.Shutdown(tcpip.ShutdownWrite)
+			c.wantState(t, tcp.StateFinWait1)
+		}
+		if _, err := c.ep.Read(io.Discard, tcpip.ReadOptions{}); err == nil {
+			t.Fatal("a Read with no data returned no error")
+		} else if _, ok := err.(*tcpip.ErrWouldBlock); !ok {
+			t.Fatalf("a Read with no data: %v, want ErrWouldBlock", err)
+		}
+		e, ch := waiter.NewChannelEntry(waiter.ReadableEvents)
+		c.wq.EventRegister(&e)
+		c.ep.Close()
+		c.wq.EventUnregister(&e)
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("FIN first %v: Close did not tell a reader waiting for ReadableEvents", finFirst)
+		}
+		if _, err := c.ep.Read(io.Discard, tcpip.ReadOptions{}); err == nil {
+			t.Fatal("a Read after Close returned no error")
+		} else if _, ok := err.(*tcpip.ErrWouldBlock); ok {
+			t.Fatalf("FIN first %v: a Read after Close would still wait", finFirst)
+		}
+	}
 }

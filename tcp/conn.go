@@ -132,6 +132,8 @@ func (e *endpoint) Close() {
 		e.closeListenerLocked()
 	case StateSynRcvd, StateEstablished, StateCloseWait:
 		e.rdShut = true
+		// control:tcp-close-leaves-reader-waiting
+		e.notify |= waiterReadable // a Read waiting for data now ends, as after Shutdown(ShutdownRead)
 		linger := e.ops.GetLinger()
 		if e.rcvq.Len() > 0 || linger.Enabled && linger.Timeout == 0 {
 			e.resetLocked(&tcpip.ErrConnectionAborted{})
@@ -143,6 +145,7 @@ func (e *endpoint) Close() {
 		}
 	default:
 		e.rdShut = true
+		e.notify |= waiterReadable
 	}
 	e.unlock()
 }
