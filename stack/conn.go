@@ -71,9 +71,10 @@ type direction struct {
 	deadline atomic.Int64
 	mu       sync.Mutex
 	timer    *time.Timer // made by the first future deadline, Reset by later ones
-	// wake has capacity 1: the entry, the deadline's timer, Set*Deadline
-	// and Close send without blocking. The first wait makes it, under mu;
-	// a send before then has no waiter to wake.
+	// wake has capacity 1: the entry (which the endpoint's events,
+	// Close's among them, fire), the deadline's timer and Set*Deadline
+	// send without blocking. The first wait makes it, under mu; a send
+	// before then has no waiter to wake.
 	wake chan struct{}
 }
 
@@ -197,8 +198,8 @@ func netAddr(ap netip.AddrPort) net.Addr {
 // block is called by a Read or Write the endpoint refused with
 // ErrWouldBlock. The first time it registers d's entry and returns at once:
 // the caller tries again, so readiness that came between its try and the
-// registration is not missed. After that it waits for the entry, a
-// deadline change or Close. It returns an error when the call must end.
+// registration is not missed. After that it waits for the entry (the
+// endpoint's events, Close's included) or a deadline change. It returns an error when the call must end.
 func (c *conn) block(d *direction, op string) error {
 	wake := d.waitChan()
 	if !d.waiting {
@@ -310,10 +311,12 @@ func (c *conn) Close() error {
 	}
 	c.rd.stop()
 	c.wd.stop()
+	// The endpoint's Close wakes a waiting Read (ReadableEvents: the read
+	// side ends) and Write (WritableEvents with the FIN, or every event
+	// with a reset); the call then finds closed set and returns
+	// net.ErrClosed. The endpoint owns that wake, for gonet's waiters as
+	// for ours, so it has one home (tcp/conn.go Close).
 	c.ep.Close()
-	// control:stack-conn-close-does-not-wake
-	c.rd.poke()
-	c.wd.poke()
 	return nil
 }
 
