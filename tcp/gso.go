@@ -197,11 +197,11 @@ func (e *endpoint) gsoBurst(rate float64, burst int) int {
 // Nagle holds the tail behind the data in flight as before and nothing
 // changes.
 func (e *endpoint) corkTail(avail, wndRoom, smss uint64) bool {
-	pa := e.pathOf()
 	// control:tcp-gso-tail-never-corked
 	if !e.inWrite || e.nodelay || e.finQueued || e.probe || avail > wndRoom || smss == 0 {
 		return false
 	}
+	pa := e.pathOf()
 	r := &e.run
 	if r.segs > 0 && r.payload+int(smss) <= pa.gsoBytes {
 		return false // the run under way is completed first
