@@ -173,6 +173,19 @@ func waitParked(t *testing.T, op string, n int) {
 	t.Fatalf("no %d %s calls parked after %v", n, op, blockedFor)
 }
 
+// stopPeer ends an allocation case: it stops the peer goroutine, closes c
+// (which ends a peer blocked on it), waits for the peer to return and fails
+// the test on the error the measured calls met.
+func stopPeer(t *testing.T, stop *atomic.Bool, c net.Conn, done <-chan struct{}, err error) {
+	t.Helper()
+	stop.Store(true)
+	c.Close()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestConnSteadyReadAndWriteAllocateNothing: issue 12. Between two stacks
 // over an in-memory link, a steady Read and a steady Write allocate
 // nothing, waits included: each run of the ping-pong has a Read that waits
@@ -213,12 +226,7 @@ func TestConnSteadyReadAndWriteAllocateNothing(t *testing.T) {
 				_, err = io.ReadFull(a, got)
 			}
 		})
-		stop.Store(true)
-		c1.Close()
-		<-done
-		if err != nil {
-			t.Fatal(err)
-		}
+		stopPeer(t, &stop, c1, done, err)
 		if n != 0 {
 			t.Fatalf("%v allocations per Write and waiting Read, want 0", n)
 		}
@@ -249,12 +257,7 @@ func TestConnSteadyReadAndWriteAllocateNothing(t *testing.T) {
 				_, err = a.Write(msg)
 			}
 		})
-		stop.Store(true)
-		c1.Close()
-		<-done
-		if err != nil {
-			t.Fatal(err)
-		}
+		stopPeer(t, &stop, c1, done, err)
 		if n != 0 {
 			t.Fatalf("%v allocations per waiting %d-byte Write, want 0", n, chunk)
 		}
