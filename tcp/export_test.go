@@ -111,3 +111,11 @@ func RcvQueueLen(ep tcpip.Endpoint) int {
 	defer e.mu.Unlock()
 	return e.rcvq.Len()
 }
+
+// RcvBuf is ep's receive buffer as autotuning has grown it so far.
+func RcvBuf(ep tcpip.Endpoint) int {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rcvBuf
+}
