@@ -31,7 +31,17 @@ type CPUConfig struct {
 	TCPs []string
 	// Links lists the link kinds of each MTU (default: all three, in order).
 	Links []Offload
+	// Rounds splits each row's Bytes into this many transfers per TCP, the
+	// TCPs taking turns in ABBA order (ours first in even rounds, gVisor's
+	// first in odd ones), so a machine whose speed drifts during a row
+	// weighs on both alike; 0 = 4. Each round carries Bytes/Rounds, at
+	// least MinRoundBytes.
+	Rounds int
 }
+
+// MinRoundBytes is the smallest transfer a round may carry: below it slow
+// start and the handshake weigh on the figures.
+const MinRoundBytes = 1_000_000
 
 // Offload is a CPU row's kind of link.
 type Offload uint8
@@ -117,13 +127,56 @@ type CPUResult struct {
 	// its send opportunities by stop reason (tcp.stops.*), both stacks,
 	// with the prefix "tcp." cut; empty for gVisor's TCP.
 	Sends counters.Snapshot
+	// RoundCPU is the CPU of each round's transfer, in round order; the
+	// other fields sum (or, per byte, average over) every round.
+	RoundCPU []time.Duration
 }
 
-// CPU runs, for each GOMAXPROCS, MTU and link kind, this TCP and then
-// gVisor's.
+// add sums round r's figures into the row's result.
+func (r *CPUResult) add(x CPUResult) {
+	if r.TCP == "" {
+		r.TCP, r.MTU, r.Link, r.Acks, r.Sends = x.TCP, x.MTU, x.Link, counters.Snapshot{}, counters.Snapshot{}
+	}
+	// control:bench-cpu-row-keeps-last-round
+	r.Bytes += x.Bytes
+	r.Wall += x.Wall
+	r.CPU += x.CPU
+	r.Allocs += x.Allocs
+	r.Packets += x.Packets
+	for k, v := range x.Acks {
+		r.Acks[k] += v
+	}
+	for k, v := range x.Sends {
+		r.Sends[k] += v
+	}
+	r.RoundCPU = append(r.RoundCPU, x.CPU)
+	r.rates()
+}
+
+// rates derives the per-second and per-byte figures from the totals.
+func (r *CPUResult) rates() {
+	mb := float64(r.Bytes) / 1e6
+	r.MBps = mb / r.Wall.Seconds()
+	r.CPUSecPerGB = r.CPU.Seconds() / (mb / 1e3)
+	r.AllocsPerMB = float64(r.Allocs) / mb
+	r.PacketsPerMB = float64(r.Packets) / mb
+}
+
+// CPU runs, for each GOMAXPROCS, MTU and link kind, this TCP and gVisor's
+// in turns (CPUConfig.Rounds).
 func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if cfg.Bytes <= 0 || len(cfg.MTUs) == 0 {
 		return nil, errors.New("bench: cpu needs a positive byte count and at least one MTU")
+	}
+	rounds := cfg.Rounds
+	if rounds == 0 {
+		rounds = 4
+	}
+	if rounds < 0 {
+		return nil, fmt.Errorf("bench: cpu: Rounds = %d, want 0 (4) or more", cfg.Rounds)
+	}
+	if cfg.Bytes/int64(rounds) < MinRoundBytes {
+		return nil, fmt.Errorf("bench: cpu: Bytes = %d over %d rounds is under %d bytes a round", cfg.Bytes, rounds, MinRoundBytes)
 	}
 	procs := cfg.Procs
 	if len(procs) == 0 {
@@ -151,25 +204,48 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
 			for _, link := range links {
+				row := map[string]*CPUResult{}
+				for round := range rounds {
+					order := slices.Clone(cpuTCPs)
+					// control:bench-cpu-rounds-one-order
+					if round%2 == 1 {
+						slices.Reverse(order) // ABBA: drift weighs on both
+					}
+					for _, name := range order {
+						if !slices.Contains(tcps, name) {
+							continue
+						}
+						if err := ctx.Err(); err != nil {
+							return out, err
+						}
+						per := cfg.Bytes / int64(rounds)
+						if round == rounds-1 {
+							per = cfg.Bytes - per*int64(rounds-1)
+						}
+						r, err := transfer(ctx, per, mtu, name == "gVisor", link)
+						if err != nil {
+							return out, err
+						}
+						if row[name] == nil {
+							row[name] = &CPUResult{Procs: p}
+						}
+						row[name].add(r)
+					}
+				}
 				for _, name := range cpuTCPs {
-					if !slices.Contains(tcps, name) {
-						continue
+					if r := row[name]; r != nil {
+						out = append(out, *r)
 					}
-					if err := ctx.Err(); err != nil {
-						return out, err
-					}
-					r, err := cpuTransfer(ctx, cfg.Bytes, mtu, name == "gVisor", link)
-					if err != nil {
-						return out, err
-					}
-					r.Procs = p
-					out = append(out, r)
 				}
 			}
 		}
 	}
 	return out, nil
 }
+
+// transfer runs one round's transfer; a variable only so that the tests can
+// see the order of the rounds.
+var transfer = cpuTransfer
 
 func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
 	name := "netramp"
@@ -264,11 +340,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
 	}
 	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0)}
-	mb := float64(n) / 1e6
-	r.MBps = mb / wall.Seconds()
-	r.CPUSecPerGB = cpu.Seconds() / (mb / 1e3)
-	r.AllocsPerMB = float64(r.Allocs) / mb
-	r.PacketsPerMB = float64(r.Packets) / mb
+	r.rates()
 	return r, nil
 }
 
@@ -322,6 +394,17 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 		return err
 	}
 	printed := false
+	for _, k := range keys {
+		a, b := by[k]["netramp"], by[k]["gVisor"]
+		if len(a.RoundCPU) < 2 || len(a.RoundCPU) != len(b.RoundCPU) {
+			continue
+		}
+		printed = true
+		fmt.Fprintf(w, "\n%d core(s), MTU %s, CPU by round (ABBA), netramp over gVisor:", k.procs, mtuLabel(k.mtu, k.link))
+		for i := range a.RoundCPU {
+			fmt.Fprintf(w, " %s", ratio(a.RoundCPU[i].Seconds(), b.RoundCPU[i].Seconds()))
+		}
+	}
 	for _, r := range rs {
 		if len(r.Acks) == 0 {
 			continue

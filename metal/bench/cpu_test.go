@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The CPU benchmark asserts nothing about speed; this checks that it carries
@@ -19,7 +21,7 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 		t.Fatalf("%d results, want 24 (two TCPs, two MTUs, three links, one and two cores)", len(rs))
 	}
 	for _, r := range rs {
-		if r.Bytes != 4_000_000 || r.MBps <= 0 || r.Allocs == 0 {
+		if r.Bytes != 4_000_000 || r.MBps <= 0 || r.Allocs == 0 || len(r.RoundCPU) != 4 {
 			t.Errorf("%+v", r)
 		}
 	}
@@ -39,16 +41,77 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 	if ratios != 12 || tsoRatios != 4 || groRatios != 4 {
 		t.Fatalf("ratio or TSO lines missing:\n%s", b.String())
 	}
+	if n := strings.Count(b.String(), "CPU by round (ABBA), netramp over gVisor: "); n != 12 {
+		t.Fatalf("%d lines of ratios by round, want 12:\n%s", n, b.String())
+	}
+}
+
+// The TCPs take turns in ABBA order, each round carrying its share of the
+// bytes, and the row sums the rounds.
+func TestCPURoundsTakeTurnsAndSum(t *testing.T) {
+	defer func(f func(context.Context, int64, uint32, bool, Offload) (CPUResult, error)) { transfer = f }(transfer)
+	var order []string
+	var sizes []int64
+	transfer = func(_ context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
+		name := "netramp"
+		if gv {
+			name = "gVisor"
+		}
+		order = append(order, name)
+		sizes = append(sizes, n)
+		cpu := time.Duration(len(order)) * time.Millisecond
+		return CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: time.Second, CPU: cpu, Allocs: 1, Packets: 2}, nil
+	}
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: 10_000_001, MTUs: []uint32{1500}, Procs: []int{1}, Links: []Offload{NoOffload}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"netramp", "gVisor", "gVisor", "netramp", "netramp", "gVisor", "gVisor", "netramp"}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	if want := []int64{2_500_000, 2_500_000, 2_500_000, 2_500_000, 2_500_000, 2_500_000, 2_500_001, 2_500_001}; !slices.Equal(sizes, want) {
+		t.Fatalf("sizes %v, want %v", sizes, want)
+	}
+	if len(rs) != 2 || rs[0].TCP != "netramp" || rs[1].TCP != "gVisor" {
+		t.Fatalf("%+v, want netramp's row then gVisor's", rs)
+	}
+	ms := time.Millisecond
+	if a := rs[0]; a.Bytes != 10_000_001 || a.Wall != 4*time.Second || a.CPU != (1+4+5+8)*ms || a.Allocs != 4 || a.Packets != 8 ||
+		!slices.Equal(a.RoundCPU, []time.Duration{1 * ms, 4 * ms, 5 * ms, 8 * ms}) {
+		t.Fatalf("netramp's row %+v does not sum its rounds", a)
+	}
+	var b bytes.Buffer
+	WriteCPU(&b, rs)
+	if !strings.Contains(b.String(), "CPU by round (ABBA), netramp over gVisor: 0.50x 1.33x 0.83x 1.14x") {
+		t.Fatalf("round ratios missing:\n%s", b.String())
+	}
+}
+
+// Every option is checked before anything runs, the error naming it.
+func TestCPURefusesBadRounds(t *testing.T) {
+	for _, c := range []struct {
+		cfg   CPUConfig
+		field string
+	}{
+		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Rounds: -1}, "Rounds"},
+		{CPUConfig{Bytes: 3_000_000, MTUs: []uint32{1500}}, "Bytes"},
+		{CPUConfig{Bytes: 3_000_000, MTUs: []uint32{1500}, Rounds: 4}, "Bytes"},
+	} {
+		_, err := CPU(context.Background(), c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%+v: error %v, want one naming %s", c.cfg, err, c.field)
+		}
+	}
 }
 
 // TCPs selects the stacks, so a profile can hold one stack's transfers; an
 // unknown name is refused before anything runs.
 func TestCPURunsOnlyTheSelectedTCP(t *testing.T) {
-	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, TCPs: []string{"gVisor"}, Links: []Offload{NoOffload}})
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, TCPs: []string{"gVisor"}, Links: []Offload{NoOffload}, Rounds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 1 || rs[0].TCP != "gVisor" || rs[0].Packets == 0 {
+	if len(rs) != 1 || rs[0].TCP != "gVisor" || rs[0].Packets == 0 || len(rs[0].RoundCPU) != 2 {
 		t.Fatalf("%+v, want one gVisor row with its packets counted", rs)
 	}
 	if _, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, TCPs: []string{"linux"}}); err == nil {

@@ -132,7 +132,8 @@ func runRow(ctx context.Context, args []string) error {
 // transfer between two stacks of this process over an in-memory link.
 func runCPU(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench cpu", flag.ContinueOnError)
-	nbytes := fs.Int64("bytes", 256_000_000, "payload bytes per transfer")
+	nbytes := fs.Int64("bytes", 256_000_000, "payload bytes per TCP and row, split over the rounds")
+	rounds := fs.Int("rounds", 4, "transfers per TCP and row, the TCPs taking turns in ABBA order")
 	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
 	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -180,7 +181,10 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		links = append(links, o)
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links})
+	if *rounds < 1 {
+		return fmt.Errorf("cpu: -rounds %d is not a positive count", *rounds)
+	}
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds})
 	if *memprofile != "" {
 		f, ferr := os.Create(*memprofile)
 		if ferr != nil {
@@ -193,7 +197,7 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 	}
 	if len(rs) > 0 {
-		fmt.Printf("osbench cpu: %d MB a transfer, two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6)
+		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
 		fmt.Printf("links: all rows nic/gso's pipe (gVisor's pipe inside; no GSO offered on plain rows), each write of several packets delivered as one burst; both TCPs on the same links; ours writes a send opportunity's segments in one write and ACKs per burst, gVisor's writes one packet a call\n")
 		fmt.Printf("%s\n\n", bench.CPUConns)
 		bench.WriteCPU(os.Stdout, rs)
