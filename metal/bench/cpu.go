@@ -137,7 +137,7 @@ type CPUResult struct {
 	RoundCPU []time.Duration
 }
 
-// add sums round r's figures into the row's result.
+// add sums one round's figures, x, into the row's result.
 func (r *CPUResult) add(x CPUResult) {
 	if r.TCP == "" {
 		r.TCP, r.MTU, r.Link, r.Acks, r.Sends = x.TCP, x.MTU, x.Link, counters.Snapshot{}, counters.Snapshot{}
