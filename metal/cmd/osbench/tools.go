@@ -197,7 +197,7 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 	}
 	if len(rs) > 0 {
-		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
+		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
 		fmt.Printf("links: all rows nic/gso's pipe (gVisor's pipe inside; no GSO offered on plain rows), each write of several packets delivered as one burst; both TCPs on the same links; ours writes a send opportunity's segments in one write and ACKs per burst, gVisor's writes one packet a call\n")
 		fmt.Printf("%s\n\n", bench.CPUConns)
 		bench.WriteCPU(os.Stdout, rs)
