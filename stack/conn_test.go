@@ -330,14 +330,22 @@ func TestConnDeadlineInThePastFailsAtOnce(t *testing.T) {
 	}
 }
 
+// parkedReadAndWrite is a conn with a Read waiting for data and a Write
+// waiting for room (16 KB buffers, filled), both parked.
+func parkedReadAndWrite(t *testing.T) (c net.Conn, rd, wr <-chan result) {
+	t.Helper()
+	c, _ = connPair(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 16 << 10}, ourDial)
+	rd = readAsync(c, make([]byte, 10))
+	wr = writeUntilError(c)
+	waitParked(t, "Read", 1)
+	waitParked(t, "Write", 1)
+	return c, rd, wr
+}
+
 // TestConnPastDeadlineWakesBlockedCalls: a deadline moved into the past
 // ends a Read and a Write already waiting, with a timeout.
 func TestConnPastDeadlineWakesBlockedCalls(t *testing.T) {
-	c1, _ := connPair(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 16 << 10}, ourDial)
-	rd := readAsync(c1, make([]byte, 10))
-	wr := writeUntilError(c1)
-	waitParked(t, "Read", 1)
-	waitParked(t, "Write", 1)
+	c1, rd, wr := parkedReadAndWrite(t)
 	c1.SetDeadline(time.Now().Add(-time.Second))
 	if r := await(t, rd, "Read"); !isTimeout(r.err) {
 		t.Errorf("blocked Read: %v, want a timeout", r.err)
@@ -380,11 +388,7 @@ func TestConnLaterDeadlineExtendsBlockedRead(t *testing.T) {
 // TestConnCloseUnblocksReadAndWrite: Close ends a waiting Read and Write
 // with net.ErrClosed, and later calls fail the same way.
 func TestConnCloseUnblocksReadAndWrite(t *testing.T) {
-	c1, _ := connPair(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 16 << 10}, ourDial)
-	rd := readAsync(c1, make([]byte, 10))
-	wr := writeUntilError(c1)
-	waitParked(t, "Read", 1)
-	waitParked(t, "Write", 1)
+	c1, rd, wr := parkedReadAndWrite(t)
 	if err := c1.Close(); err != nil {
 		t.Fatal(err)
 	}

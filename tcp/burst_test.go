@@ -24,6 +24,23 @@ func burstConn(t *testing.T) (*segHarness, *conn) {
 // the cap allows once autotuning has grown the buffer (coalesceCap).
 const capSegs = 128 << 10 / 4 / 1460
 
+// sendHeld sends n full 1460-byte segments into an open burst and checks
+// that only each capN-th drew an ACK, of everything so far.
+func sendHeld(t *testing.T, h *segHarness, c *conn, n, capN int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		c.send(header.TCPFlagAck, make([]byte, 1460))
+		out := h.out()
+		if i%capN == 0 {
+			if len(out) != 1 || out[0].ack != c.peerNxt {
+				t.Fatalf("segment %d: sent %+v, want the cap's ACK of %d", i, out, c.peerNxt)
+			}
+		} else if len(out) != 0 {
+			t.Fatalf("segment %d of the burst: sent %+v before its end", i, out)
+		}
+	}
+}
+
 // TestBurstIsAckedAtItsEndAndAtEachCap: n full segments delivered as one
 // burst get no ACK while it lasts but one at each cap's worth of segments
 // (22 here), and one ACK of them all at its end: ceil(n/22) ACKs where
@@ -35,17 +52,7 @@ func TestBurstIsAckedAtItsEndAndAtEachCap(t *testing.T) {
 			h, c := burstConn(t)
 			first := c.peerNxt
 			h.link.BeginBurst()
-			for i := 1; i <= n; i++ {
-				c.send(header.TCPFlagAck, make([]byte, 1460))
-				out := h.out()
-				if i%capSegs == 0 {
-					if len(out) != 1 || out[0].ack != c.peerNxt {
-						t.Fatalf("segment %d: sent %+v, want the cap's ACK of %d", i, out, c.peerNxt)
-					}
-				} else if len(out) != 0 {
-					t.Fatalf("segment %d of the burst: sent %+v before its end", i, out)
-				}
-			}
+			sendHeld(t, h, c, n, capSegs)
 			h.link.EndBurst()
 			out := h.out()
 			switch {

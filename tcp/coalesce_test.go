@@ -71,17 +71,7 @@ func TestCoalescedAckCoversAtMostAQuarterOfASmallBuffer(t *testing.T) {
 	c := h.accept(80, synOptions(1460, 7, true, false, 0))
 	const quarter = 80 << 10 / 4 / 1460
 	h.link.BeginBurst()
-	for i := 1; i <= 2*quarter+2; i++ {
-		c.send(header.TCPFlagAck, make([]byte, 1460))
-		out := h.out()
-		if i%quarter == 0 {
-			if len(out) != 1 || out[0].ack != c.peerNxt {
-				t.Fatalf("segment %d: sent %+v, want the cap's ACK of %d", i, out, c.peerNxt)
-			}
-		} else if len(out) != 0 {
-			t.Fatalf("segment %d of the burst: sent %+v, want it held", i, out)
-		}
-	}
+	sendHeld(t, h, c, 2*quarter+2, quarter)
 	h.link.EndBurst()
 	if out := h.out(); len(out) != 1 || out[0].ack != c.peerNxt {
 		t.Fatalf("burst end: sent %+v, want one ACK of %d", out, c.peerNxt)
