@@ -173,9 +173,13 @@ func (e *endpoint) outputAt(now time.Duration) {
 	sentNew := false
 	cwnd := uint64(e.ctl.Cwnd())
 	smss := uint64(e.maxPayload())
+	// Nothing an opportunity does marks a segment lost (losses are found on
+	// ACKs and timers, which wait for e.mu), so once no retransmission is
+	// due, none comes due before the loop ends.
+	rtxDue := true
 	for {
 		// control:tcp-card-judged-first
-		c, stop, ok := e.nextSegment(smss, cwnd)
+		c, stop, ok := e.nextSegment(smss, cwnd, &rtxDue)
 		if !ok {
 			reason = stop
 			break
@@ -244,12 +248,17 @@ func (c candidate) size() uint64 {
 // a lost segment (or NewReno's head), else new data, else, when a loss probe
 // is pending and no new data may go, a resend of the newest segment (RFC
 // 8985 §7.3).
-func (e *endpoint) nextSegment(smss, cwnd uint64) (candidate, cc.StopReason, bool) {
-	if c, ok := e.nextRetransmission(); ok {
-		if !e.rec.MaySend(c.end-c.start, e.q.InFlight(), cwnd, true) {
-			return c, cc.StopCwnd, false
+// *rtxDue false skips the search for a retransmission, and a search that
+// finds none sets it false.
+func (e *endpoint) nextSegment(smss, cwnd uint64, rtxDue *bool) (candidate, cc.StopReason, bool) {
+	if *rtxDue {
+		if c, ok := e.nextRetransmission(); ok {
+			if !e.rec.MaySend(c.end-c.start, e.q.InFlight(), cwnd, true) {
+				return c, cc.StopCwnd, false
+			}
+			return c, 0, true
 		}
-		return c, 0, true
+		*rtxDue = false
 	}
 	c, stop, ok := e.nextNewData(smss, cwnd)
 	if ok || !e.probe || stop == cc.StopCwnd {
