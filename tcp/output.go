@@ -256,6 +256,7 @@ func (e *endpoint) nextSegment(smss, cwnd uint64, rtxDue *bool) (candidate, cc.S
 			if !e.rec.MaySend(c.end-c.start, e.q.InFlight(), cwnd, true) {
 				return c, cc.StopCwnd, false
 			}
+			// control:tcp-one-resend-per-opportunity
 			return c, 0, true
 		}
 		*rtxDue = false

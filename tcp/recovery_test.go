@@ -1,6 +1,7 @@
 package tcp_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -368,4 +369,48 @@ func sackFlight(t *testing.T, iw, n int) (*segHarness, *conn, func(i int) uint32
 	h.clk.RunFor(10 * time.Millisecond)
 	base := c.hostNxt
 	return h, c, func(i int) uint32 { return base + uint32(i*1460) }
+}
+
+// TestOpportunityResendsEveryDueLossFirst: when one ACK shows several
+// segments lost, the send opportunity it opens resends them, oldest first,
+// before any new data (RFC 6675 §5 step C, RFC 8985 §6.2); a lost segment
+// is not left for a later ACK while new data takes its place. The entry ACK
+// lets out two segments here: the fast retransmission and one PRR allows.
+// With two holes both are resends; the control row, with one hole, shows
+// new data following the single resend.
+func TestOpportunityResendsEveryDueLossFirst(t *testing.T) {
+	for _, tc := range []struct {
+		holes int
+		want  []uint32 // segments sent on the ACK, by index in the flight
+	}{
+		{holes: 2, want: []uint32{0, 2}},
+		{holes: 1, want: []uint32{0, 20}}, // control: one resend, then new data
+	} {
+		h := newSegHarness(t, tcp.Options{InitialWindow: 20})
+		c := h.accept(80, synOptions(1460, 7, true, false, 0))
+		c.sampleRTT(t, 10*time.Millisecond)
+		c.write(t, make([]byte, 60*1460))
+		if n := len(h.out()); n != 20 {
+			t.Fatalf("holes %d: first flight %d segments, want 20", tc.holes, n)
+		}
+		base := c.hostNxt
+		seg := func(i int) uint32 { return base + uint32(i*1460) }
+		h.clk.RunFor(10 * time.Millisecond)
+		// Segments 0, 2, .. are missing, one per hole; the rest of the 20
+		// arrived, so each hole has more than three SACKed above it.
+		var edges []uint32
+		for i := 0; i < tc.holes; i++ {
+			edges = append(edges, seg(2*i+1), seg(2*i+2))
+		}
+		edges[len(edges)-1] = seg(20)
+		c.ackWith(base, sackOption(edges...))
+		var got []uint32
+		for _, s := range h.out() {
+			got = append(got, (s.seq-base)/1460)
+		}
+		t.Logf("holes %d: sent segments %v (by index)", tc.holes, got)
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("holes %d: the ACK sent segments %v (by index), want %v", tc.holes, got, tc.want)
+		}
+	}
 }
