@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,7 +220,7 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 					if !slices.Contains(tcps, name) {
 						continue
 					}
-					if _, err := transfer(ctx, min(cfg.Bytes/int64(rounds), warmBytes), mtu, name == "gVisor", link); err != nil {
+					if _, err := transferAs(ctx, name, min(cfg.Bytes/int64(rounds), warmBytes), mtu, link); err != nil {
 						return out, err
 					}
 				}
@@ -241,7 +242,7 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 						if round == rounds-1 {
 							per = cfg.Bytes - per*int64(rounds-1)
 						}
-						r, err := transfer(ctx, per, mtu, name == "gVisor", link)
+						r, err := transferAs(ctx, name, per, mtu, link)
 						if err != nil {
 							return out, err
 						}
@@ -265,6 +266,20 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 // transfer runs one round's transfer; a variable only so that the tests can
 // see the order of the rounds.
 var transfer = cpuTransfer
+
+// transferAs runs one transfer of the TCP named under the profiler label
+// tcp=name, which the goroutines it starts inherit (the stacks' own among
+// them), so that one profile of both TCPs' rounds splits by TCP: go tool
+// pprof -tagfocus tcp=netramp. Both then are profiled in the same process
+// and rounds, where profiles of one TCP a run each fall at different
+// moments of the machine's drift.
+func transferAs(ctx context.Context, name string, n int64, mtu uint32, link Offload) (r CPUResult, err error) {
+	// control:bench-cpu-unlabelled
+	pprof.Do(ctx, pprof.Labels("tcp", name), func(ctx context.Context) {
+		r, err = transfer(ctx, n, mtu, name == "gVisor", link)
+	})
+	return r, err
+}
 
 func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
 	name := "netramp"

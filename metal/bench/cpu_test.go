@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -52,10 +54,14 @@ func TestCPURoundsTakeTurnsAndSum(t *testing.T) {
 	defer func(f func(context.Context, int64, uint32, bool, Offload) (CPUResult, error)) { transfer = f }(transfer)
 	var order []string
 	var sizes []int64
-	transfer = func(_ context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
+	var labels []string
+	transfer = func(ctx context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
 		name := "netramp"
 		if gv {
 			name = "gVisor"
+		}
+		if l, _ := pprof.Label(ctx, "tcp"); l != name {
+			labels = append(labels, fmt.Sprintf("%s's transfer under tcp=%q", name, l))
 		}
 		order = append(order, name)
 		sizes = append(sizes, n)
@@ -65,6 +71,10 @@ func TestCPURoundsTakeTurnsAndSum(t *testing.T) {
 	rs, err := CPU(context.Background(), CPUConfig{Bytes: 10_000_001, MTUs: []uint32{1500}, Procs: []int{1}, Links: []Offload{NoOffload}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Each transfer, warm-up included, runs under its TCP's profiler label.
+	if len(labels) > 0 {
+		t.Fatalf("mislabelled: %v", labels)
 	}
 	// One warm-up transfer of each, unmeasured, then the rounds.
 	if want := []string{"netramp", "gVisor", "netramp", "gVisor", "gVisor", "netramp", "netramp", "gVisor", "gVisor", "netramp"}; !slices.Equal(order, want) {

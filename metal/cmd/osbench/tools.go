@@ -136,7 +136,7 @@ func runCPU(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 4, "transfers per TCP and row, the TCPs taking turns in ABBA order")
 	mtus := fs.String("mtu", "1500,9000", "MTUs, comma-separated")
 	procs := fs.String("cores", "1,2", "GOMAXPROCS of each set of rows, comma-separated")
-	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, each transfer's samples labelled with its TCP (go tool pprof -tagfocus tcp=netramp or tcp=gVisor)")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
 	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	tsoList := fs.String("tso", "off,on,gro", "links, comma-separated: off (MTU-sized packets), on (host GSO of 64 KiB, cut into MTU-sized frames like a NIC's TSO), gro (the same GSO, delivered whole like a receiver's GRO)")
