@@ -199,7 +199,8 @@ func netAddr(ap netip.AddrPort) net.Addr {
 // ErrWouldBlock. The first time it registers d's entry and returns at once:
 // the caller tries again, so readiness that came between its try and the
 // registration is not missed. After that it waits for the entry (the
-// endpoint's events, Close's included) or a deadline change. It returns an error when the call must end.
+// endpoint's events, Close's included) or a deadline change. It returns
+// an error when the call must end.
 func (c *conn) block(d *direction, op string) error {
 	wake := d.waitChan()
 	if !d.waiting {
