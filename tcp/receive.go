@@ -261,8 +261,13 @@ func (e *endpoint) consumed(n int) {
 	if !e.state.synchronized() {
 		return
 	}
-	if nb, changed := e.tuner.OnRead(e.now(), n, e.rttForTuning()); changed && nb > e.rcvBuf {
-		e.growRcv(nb)
+	// A clock read per read was 1.7% of the CPU of a bulk receive at MTU
+	// 9000 (osbench cpu, 8 KB reads); once the buffer is at its cap the
+	// tuner has nothing left to decide.
+	if !e.tuner.Done() {
+		if nb, changed := e.tuner.OnRead(e.now(), n, e.rttForTuning()); changed && nb > e.rcvBuf {
+			e.growRcv(nb)
+		}
 	}
 	old := e.rcvAdv - e.rcvNxt
 	free := uint64(max(e.rcvBuf-e.rcvq.Len(), 0))

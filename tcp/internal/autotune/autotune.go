@@ -35,6 +35,14 @@ func (t *Tuner) Buf() int { return t.buf }
 // Max is the cap.
 func (t *Tuner) Max() int { return t.max }
 
+// Done reports whether the buffer has reached the cap: the tuner never
+// shrinks it, so no read can change it any more, and a caller may stop
+// reading the clock for OnRead.
+func (t *Tuner) Done() bool {
+	// control:tcpinternal-autotune-done-below-cap
+	return t.buf >= t.max
+}
+
 // OnRead records n bytes read by the application at now. rttEstimate is the
 // receiver's estimate of the round trip (from timestamps, or the time
 // between window-advancing segments); with no estimate (<= 0) nothing is

@@ -91,3 +91,22 @@ func TestBadArgumentsAreClamped(t *testing.T) {
 		t.Fatal("negative reads grew the buffer")
 	}
 }
+
+func TestDoneOnceTheBufferReachesTheCap(t *testing.T) {
+	tu := New(64<<10, 1<<20)
+	if tu.Done() {
+		t.Fatal("done below the cap")
+	}
+	tu.OnRead(0, 0, 10*ms)
+	tu.OnRead(10*ms, 300<<10, 10*ms)
+	if tu.Done() {
+		t.Fatalf("done at %d of %d", tu.Buf(), tu.Max())
+	}
+	tu.OnRead(20*ms, 600<<10, 10*ms)
+	if !tu.Done() || tu.Buf() != 1<<20 {
+		t.Fatalf("buffer %d, done %v: want the cap and done", tu.Buf(), tu.Done())
+	}
+	if !New(1<<20, 1<<20).Done() {
+		t.Fatal("a buffer that starts at its cap is not done")
+	}
+}
