@@ -46,6 +46,9 @@ type protocol struct {
 	opts   Options
 	clock  tcpip.Clock
 	origin tcpip.MonotonicTime
+	// start is set when clock is gVisor's standard clock: now reads Go's
+	// monotonic clock directly (stdClock.go).
+	start  time.Time
 	st     *stats
 	isn    *isn.Generator
 	jar    *syncookie.Jar
@@ -96,6 +99,9 @@ func NewProtocolFactory(o Options) (stack.TransportProtocolFactory, error) {
 	return func(s *stack.Stack) stack.TransportProtocol {
 		p := &protocol{s: s, opts: o, clock: s.Clock(), st: newStats(o.Counters)}
 		p.origin = p.clock.NowMonotonic()
+		if isStdClock(p.clock) {
+			p.start = time.Now()
+		}
 		var k1 [16]byte
 		var k2 [32]byte
 		rng := s.SecureRNG()
@@ -109,7 +115,13 @@ func NewProtocolFactory(o Options) (stack.TransportProtocolFactory, error) {
 	}, nil
 }
 
-func (p *protocol) now() time.Duration { return p.clock.NowMonotonic().Sub(p.origin) }
+// now is the time since the protocol was made, on the stack's clock.
+func (p *protocol) now() time.Duration {
+	if !p.start.IsZero() {
+		return time.Since(p.start)
+	}
+	return p.clock.NowMonotonic().Sub(p.origin)
+}
 
 func (p *protocol) Number() tcpip.TransportProtocolNumber { return ProtocolNumber }
 
