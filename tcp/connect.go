@@ -162,6 +162,8 @@ func (e *endpoint) Connect(addr tcpip.FullAddress) tcpip.Error {
 	e.id.RemoteAddress = r.RemoteAddress()
 	e.id.RemotePort = addr.Port
 	e.netProtos = []tcpip.NetworkProtocolNumber{netProto}
+	// control:tcp-active-open-sum-unset
+	e.rxSum = knownPseudoSum(pseudoSum(e.id.LocalAddress, e.id.RemoteAddress))
 	if e.state == StateBound {
 		if err := e.p.s.RegisterTransportEndpoint(e.netProtos, ProtocolNumber, e.id, e, ports.Flags{}, e.bindNIC); err != nil {
 			e.route = nil

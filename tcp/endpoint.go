@@ -91,6 +91,11 @@ type endpoint struct {
 	registered   bool
 	route        *stack.Route
 	routePath    path // what segments read from route (pathOf)
+	// rxSum is the pseudo-header sum of the segments the demuxer gives a
+	// connected endpoint, set before it is registered with its four-tuple
+	// and never after (so HandlePacket reads it without the lock); 0 for
+	// a listener, which sums each segment's addresses where they lie.
+	rxSum        rxPseudoSum
 	nicID        tcpip.NICID
 	credit       nic.Credit
 	cancelCredit func()

@@ -26,7 +26,7 @@ func BuildSegment(ep tcpip.Endpoint) {
 // releases what it answers (ACKs, new data, retransmissions).
 func Deliver(ep tcpip.Endpoint, pkt *stack.PacketBuffer) {
 	e := ep.(*endpoint)
-	s, ok := e.p.parse(pkt)
+	s, ok := e.p.parse(pkt, e.rxSum)
 	if !ok {
 		panic("tcp: Deliver: a malformed segment")
 	}
@@ -63,7 +63,7 @@ func SetChallengeLimit(s *stack.Stack, perSecond int) {
 func ChecksumValid(pkt *stack.PacketBuffer) bool {
 	hdr := header.TCP(pkt.TransportHeader().Slice())
 	data, _ := payloadInPlace(pkt, pkt.Data().Size())
-	return checksumValid(pkt, hdr, data)
+	return checksumValid(pkt, hdr, data, 0)
 }
 
 // SndUna is ep's oldest unacknowledged sequence number as the wire gives

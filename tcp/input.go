@@ -18,7 +18,7 @@ import (
 // this endpoint's registration arrives here, synchronously.
 func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketBuffer) {
 	e.p.st.segsIn.Inc()
-	s, ok := e.p.parse(pkt)
+	s, ok := e.p.parse(pkt, e.rxSum)
 	if !ok {
 		return
 	}

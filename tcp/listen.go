@@ -222,6 +222,7 @@ func (e *endpoint) establish(id stack.TransportEndpointID, pkt *stack.PacketBuff
 	c.ops.SetKeepAlive(e.ops.GetKeepAlive())
 	c.mu.Lock() // registered, it may be found at once
 	c.id = id
+	c.rxSum = knownPseudoSum(pseudoSum(id.LocalAddress, id.RemoteAddress))
 	c.netProtos = []tcpip.NetworkProtocolNumber{pkt.NetworkProtocolNumber}
 	c.nicID = pkt.NICID
 	c.route = r

@@ -147,7 +147,7 @@ func (p *protocol) ParsePorts(b []byte) (src, dst uint16, err tcpip.Error) {
 // (RFC 9293 §3.10.7.1), unless it is itself a RST.
 func (p *protocol) HandleUnknownDestinationPacket(id stack.TransportEndpointID, pkt *stack.PacketBuffer) stack.UnknownDestinationPacketDisposition {
 	p.st.segsIn.Inc()
-	s, ok := p.parse(pkt)
+	s, ok := p.parse(pkt, 0)
 	if !ok {
 		return stack.UnknownDestinationPacketMalformed
 	}
@@ -221,13 +221,9 @@ type path struct {
 }
 
 func pathOf(r *stack.Route) path {
-	local, remote := r.LocalAddress(), r.RemoteAddress()
-	sum := csum.Sum(local.AsSlice(), 0)
-	sum = csum.Sum(remote.AsSlice(), sum)
-	// control:tcp-path-sum-without-protocol
 	pa := path{
 		r:       r,
-		addrSum: csum.Combine(sum, uint16(ProtocolNumber)),
+		addrSum: pseudoSum(r.LocalAddress(), r.RemoteAddress()),
 		reserve: int(r.MaxHeaderLength()),
 		csum:    r.RequiresTXTransportChecksum(),
 		ttl:     r.DefaultTTL(),

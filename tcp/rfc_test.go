@@ -7,6 +7,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
+	"github.com/netramp/netramp/stack/tcptest"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -199,6 +200,73 @@ func TestMalformedHeadersAreCountedNotFatal(t *testing.T) {
 	if b, _ := c.read(t); string(b) != "still fine" {
 		t.Fatalf("read %q after hostile input", b)
 	}
+}
+
+// TestConnectedEndpointsSumTheirOwnPseudoHeader: a connected endpoint checks
+// each segment over the pseudo-header of its own four-tuple (RFC 9293 §3.1),
+// summed once when it registers: a segment whose checksum was summed for
+// another source address is dropped and counted, on an accepted connection
+// and an active open alike, and the peer's own segments still land.
+func TestConnectedEndpointsSumTheirOwnPseudoHeader(t *testing.T) {
+	other := tcpip.AddrFrom4([4]byte{192, 0, 2, 99})
+	peer := tcpip.AddrFromSlice(peerAddr.AsSlice())
+	// summedFor is s from the peer with its checksum summed as if other
+	// had sent it.
+	summedFor := func(s pseg) []byte {
+		b := tcptest.Frame(other, tcpip.AddrFromSlice(hostAddr.AsSlice()), s.seg())
+		ip := header.IPv4(b)
+		ip.SetSourceAddress(peer)
+		ip.SetChecksum(0)
+		ip.SetChecksum(^ip.CalculateChecksum())
+		return b
+	}
+	check := func(t *testing.T, h *segHarness, send func(payload []byte), seg pseg, read func() string) {
+		t.Helper()
+		h.host.InjectFrame(summedFor(seg))
+		if got := h.count("tcp.checksum-errors"); got != 1 {
+			t.Fatalf("tcp.checksum-errors = %d after a segment summed for another address, want 1", got)
+		}
+		if got := read(); got != "" {
+			t.Fatalf("read %q from a segment summed for another address", got)
+		}
+		send([]byte("good"))
+		if got := read(); got != "good" {
+			t.Fatalf("read %q, want the peer's own segment", got)
+		}
+	}
+
+	t.Run("accepted", func(t *testing.T) {
+		h := newSegHarness(t, tcp.Options{})
+		c := h.accept(80, synOptions(1460, 7, true, false, 0))
+		seg := pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt, flags: header.TCPFlagAck | header.TCPFlagPsh,
+			wnd: 65535, payload: []byte("forged")}
+		check(t, h, func(p []byte) { c.send(header.TCPFlagAck|header.TCPFlagPsh, p) }, seg,
+			func() string { b, _ := c.read(t); return string(b) })
+	})
+	t.Run("active open", func(t *testing.T) {
+		h := newSegHarness(t, tcp.Options{})
+		ep, _ := h.connect(80)
+		syn := h.one()
+		h.inject(pseg{srcPort: 80, dstPort: syn.srcPort, seq: 300, ack: syn.seq + 1, flags: header.TCPFlagSyn | header.TCPFlagAck,
+			wnd: 65535, opts: synOptions(1460, 7, true, false, 0)})
+		if s := tcp.State(ep.State()); s != tcp.StateEstablished {
+			t.Fatalf("state %v after the SYN-ACK, want ESTABLISHED", s)
+		}
+		h.out()
+		seq := uint32(301)
+		seg := pseg{srcPort: 80, dstPort: syn.srcPort, seq: seq, ack: syn.seq + 1, flags: header.TCPFlagAck | header.TCPFlagPsh,
+			wnd: 65535, payload: []byte("forged")}
+		read := func() string {
+			buf := make([]byte, 64)
+			w := tcpip.SliceWriter(buf)
+			res, _ := ep.Read(&w, tcpip.ReadOptions{})
+			return string(buf[:res.Count])
+		}
+		check(t, h, func(p []byte) {
+			h.inject(pseg{srcPort: 80, dstPort: syn.srcPort, seq: seq, ack: syn.seq + 1, flags: header.TCPFlagAck | header.TCPFlagPsh,
+				wnd: 65535, payload: p})
+		}, seg, read)
+	})
 }
 
 // TestOutOfOrderStoreHoldsTheWholeAdvertisedWindow: with the first segment
