@@ -175,6 +175,28 @@ func (q *Queue) CopyTo(w io.Writer) (int, error) {
 	return n, nil
 }
 
+// CloneTo appends to dst clones of the views holding the oldest bytes, at
+// most max of them (the last clone cut short to fit), and returns dst and
+// the bytes the clones hold. Nothing is copied: the clones share the
+// queue's chunks, and the caller releases them. The bytes stay held until
+// Consume.
+func (q *Queue) CloneTo(dst []*buffer.View, max int) ([]*buffer.View, int) {
+	n := 0
+	for _, v := range q.views[q.head:] {
+		if n >= max {
+			break
+		}
+		c := v.Clone()
+		// control:tcpinternal-rcvbuf-clone-past-max
+		if k := max - n; c.Size() > k {
+			c.CapLength(k)
+		}
+		n += c.Size()
+		dst = append(dst, c)
+	}
+	return dst, n
+}
+
 // Consume drops the n oldest bytes (at most Len), giving back each view
 // emptied; an empty queue holds no view.
 func (q *Queue) Consume(n int) {

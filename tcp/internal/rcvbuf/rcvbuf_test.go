@@ -145,3 +145,39 @@ func TestFillingAndDrainingAgainAllocatesNothing(t *testing.T) {
 		t.Fatalf("an emptied queue holds %d views in %d slots", q.Views(), cap(q.views))
 	}
 }
+
+// CloneTo hands out the oldest bytes, at most max, as clones that share
+// the queue's chunks: the bytes stay held until Consume, and the clones
+// outlive it.
+func TestClonesTakeTheOldestBytesUpToMax(t *testing.T) {
+	var q Queue
+	q.AppendView(buffer.NewViewWithData(pattern(0, 3000)), 1<<30)
+	q.Append(pattern(3000, 5000))
+	var got []byte
+	views, n := q.CloneTo(nil, 4000)
+	for _, v := range views {
+		got = append(got, v.AsSlice()...)
+	}
+	if n != 4000 || !bytes.Equal(got, pattern(0, 4000)) {
+		t.Fatalf("cloned %d bytes (%d in views), want the oldest 4000", n, len(got))
+	}
+	if q.Len() != 8000 {
+		t.Fatalf("Len %d after cloning, want all 8000 still held", q.Len())
+	}
+	first := &q.views[q.head].AsSlice()[0]
+	if &views[0].AsSlice()[0] != first {
+		t.Fatal("the clone copied its bytes instead of sharing the queue's chunk")
+	}
+	q.Consume(n)
+	got = got[:0]
+	for _, v := range views {
+		got = append(got, v.AsSlice()...)
+		v.Release()
+	}
+	if !bytes.Equal(got, pattern(0, 4000)) {
+		t.Fatal("the clones changed when the queue consumed their bytes")
+	}
+	if views, n := q.CloneTo(views[:0], 0); n != 0 || len(views) != 0 {
+		t.Fatalf("max 0 cloned %d bytes in %d views", n, len(views))
+	}
+}
