@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
@@ -50,9 +51,11 @@ type conn struct {
 	remote netip.AddrPort
 	closed atomic.Bool
 
-	rmu sync.Mutex // serialises Reads; guards rw
-	rw  tcpip.SliceWriter
-	rd  direction
+	rmu   sync.Mutex // serialises Reads and WriteTo; guards rw, views and stage
+	rw    tcpip.SliceWriter
+	views []*buffer.View // what one WriteTo step took off the receive queue
+	stage []byte         // where WriteTo gathers short runs (made at the first)
+	rd    direction
 
 	wmu sync.Mutex // serialises Writes; guards wr
 	wr  bytes.Reader
@@ -269,6 +272,160 @@ func (c *conn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return 0, c.endpointError("read", terr)
+}
+
+// viewReader is what our TCP's endpoint offers beyond tcpip.Endpoint: the
+// receive queue's bytes as views that share its chunks (tcp's ReadViews).
+type viewReader interface {
+	ReadViews(dst []*buffer.View, max int) ([]*buffer.View, int, tcpip.Error)
+}
+
+const (
+	// writeToTake is the most one WriteTo step takes off the receive queue.
+	writeToTake = 256 << 10
+	// writeToRun is the shortest run of contiguous bytes WriteTo hands the
+	// writer where it lies; shorter runs are gathered in a staging buffer
+	// of writeToStage bytes, io.Copy's own buffer size.
+	writeToRun   = 16 << 10
+	writeToStage = 32 << 10
+)
+
+// WriteTo implements io.WriterTo, which io.Copy prefers to Read: it hands w
+// the received bytes until the peer's FIN (then it returns a nil error, as
+// io.Copy expects), the read deadline, Close, or an error of the connection
+// or of w. A run of contiguous bytes of at least writeToRun (the segments
+// of one chunk of an in-memory sender's queue, a GRO aggregate) goes to w
+// where it lies in the receive queue, copied by nobody on the way; shorter
+// runs (a NIC's frames, each in its own buffer) are gathered first, so w
+// sees writes of at least writeToRun bytes (bar the last), as from
+// io.Copy's buffer, never one per segment. Bytes count as read when they
+// are taken off the queue: those taken and not written when w fails are
+// lost, as io.Copy loses what it read and could not write.
+func (c *conn) WriteTo(w io.Writer) (int64, error) {
+	vr, ok := c.ep.(viewReader)
+	if !ok {
+		return io.Copy(w, struct{ io.Reader }{c})
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	var total int64
+	for {
+		n, err := c.writeToStep(vr, w)
+		total += int64(n)
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// writeToStep is one step of WriteTo: it waits for received bytes, takes up
+// to writeToTake of them and writes them to w. It returns io.EOF at the
+// peer's FIN. c.rmu is held.
+func (c *conn) writeToStep(vr viewReader, w io.Writer) (int, error) {
+	if err := c.mayGoOn(&c.rd, "read"); err != nil {
+		return 0, err
+	}
+	var terr tcpip.Error
+	for {
+		// control:stack-writeto-allocates-per-step
+		c.views, _, terr = vr.ReadViews(c.views[:0], writeToTake)
+		if _, ok := terr.(*tcpip.ErrWouldBlock); !ok {
+			break
+		}
+		if err := c.block(&c.rd, "read"); err != nil {
+			c.unblock(&c.rd)
+			return 0, err
+		}
+	}
+	c.unblock(&c.rd)
+	switch terr.(type) {
+	case nil:
+	case *tcpip.ErrClosedForReceive:
+		if c.closed.Load() {
+			return 0, c.opError("read", net.ErrClosed)
+		}
+		return 0, io.EOF
+	default:
+		return 0, c.endpointError("read", terr)
+	}
+	n, err := c.writeViews(w)
+	for i, v := range c.views {
+		v.Release()
+		c.views[i] = nil
+	}
+	return n, err
+}
+
+// writeViews writes c.views to w: each run of contiguous bytes of at least
+// writeToRun as it lies, shorter ones gathered in c.stage.
+func (c *conn) writeViews(w io.Writer) (int, error) {
+	written := 0
+	for i := 0; i < len(c.views); {
+		run := c.views[i].AsSlice()
+		for i++; i < len(c.views); i++ {
+			next := c.views[i].AsSlice()
+			if !follows(run, next) {
+				break
+			}
+			run = run[:len(run)+len(next)]
+		}
+		// control:stack-writeto-short-runs-ungathered
+		if len(run) < writeToRun {
+			if len(c.stage)+len(run) > writeToStage {
+				n, err := c.flushStage(w)
+				written += n
+				if err != nil {
+					return written, err
+				}
+			}
+			if c.stage == nil {
+				c.stage = make([]byte, 0, writeToStage)
+			}
+			c.stage = append(c.stage, run...)
+			continue
+		}
+		n, err := c.flushStage(w)
+		written += n
+		if err != nil {
+			return written, err
+		}
+		// control:stack-writeto-copies-runs
+		n, err = writeAll(w, run)
+		written += n
+		if err != nil {
+			return written, err
+		}
+	}
+	n, err := c.flushStage(w)
+	return written + n, err
+}
+
+// flushStage writes what c.stage gathered.
+func (c *conn) flushStage(w io.Writer) (int, error) {
+	if len(c.stage) == 0 {
+		return 0, nil
+	}
+	n, err := writeAll(w, c.stage)
+	c.stage = c.stage[:0]
+	return n, err
+}
+
+// writeAll is one Write of b, a short one an error (io.Writer's contract).
+func writeAll(w io.Writer, b []byte) (int, error) {
+	n, err := w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return n, err
+}
+
+// follows reports whether b's bytes start where a's end, in the same array,
+// so a[:len(a)+len(b)] holds both.
+func follows(a, b []byte) bool {
+	return len(b) > 0 && cap(a) > len(a) && &a[:len(a)+1][len(a)] == &b[0]
 }
 
 // Write implements net.Conn: it returns once all of b is queued, or with
