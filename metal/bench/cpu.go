@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"runtime"
 	"runtime/pprof"
@@ -39,6 +40,46 @@ type CPUConfig struct {
 	// least MinRoundBytes. Before them each TCP makes one unmeasured
 	// transfer of a round's bytes, at most 32 MB.
 	Rounds int
+	// Sink is how each transfer's receiver reads (default SinkCopy).
+	Sink Sink
+}
+
+// Sink is how a CPU transfer's receiver reads the connection.
+type Sink uint8
+
+const (
+	// SinkCopy is io.Copy(io.Discard, conn), the same code for both TCPs,
+	// as an application that streams a connection somewhere writes it.
+	// io.Copy takes the conn's io.WriterTo where it has one: ours hands
+	// the writer the receive queue's bytes where they lie (stack/conn.go);
+	// gonet's conn has none, so its bytes go through io.Copy's 32 KB
+	// buffer.
+	SinkCopy Sink = iota
+	// SinkRead is a loop of Read into one 32 KB buffer (io.Copy's) for
+	// both TCPs: each byte copied into the application's buffer on either.
+	SinkRead
+)
+
+// cpuSinks are the Sinks by name, as osbench's -sink flag gives them.
+var cpuSinks = map[string]Sink{"copy": SinkCopy, "read": SinkRead}
+
+// ParseSink is the Sink named s: copy or read.
+func ParseSink(s string) (Sink, error) {
+	if k, ok := cpuSinks[s]; ok {
+		return k, nil
+	}
+	return 0, fmt.Errorf("bench: cpu: sink %q is not copy or read", s)
+}
+
+// CPUConns says what the application reads and writes each TCP through,
+// for the header of the CPU table: each stack's own adapter, as its users
+// get it, so the allocations and CPU of the adapter are in each row.
+func CPUConns(s Sink) string {
+	const conns = "conns: netramp's read and written through stack's own net.Conn (stack/conn.go), gVisor's through gVisor's gonet (each stack's own adapter); "
+	if s == SinkRead {
+		return conns + "the sink Reads each into one 32 KB buffer (-sink read)"
+	}
+	return conns + "the sink is io.Copy(io.Discard, conn) for both, which takes our conn's io.WriterTo (the receive queue's bytes handed over where they lie) and copies gonet's through its 32 KB buffer (-sink copy; -sink read for a Read loop on both)"
 }
 
 // MinRoundBytes is the smallest transfer a round may carry: below it slow
@@ -98,11 +139,6 @@ func (o Offload) String() string {
 	}
 	return ""
 }
-
-// CPUConns says what the application reads and writes each TCP through,
-// for the header of the CPU table: each stack's own adapter, as its users
-// get it, so the allocations and CPU of the adapter are in each row.
-const CPUConns = "conns: netramp's read and written through stack's own net.Conn (stack/conn.go), gVisor's through gVisor's gonet (each stack's own adapter)"
 
 // cpuTCPs are the names CPUConfig.TCPs accepts, in row order.
 var cpuTCPs = []string{"netramp", "gVisor"}
@@ -181,6 +217,9 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 	if rounds < 0 {
 		return nil, fmt.Errorf("bench: cpu: Rounds = %d, want 0 (4) or more", cfg.Rounds)
 	}
+	if cfg.Sink > SinkRead {
+		return nil, fmt.Errorf("bench: cpu: Sink = %d is not SinkCopy or SinkRead", cfg.Sink)
+	}
 	if cfg.Bytes/int64(rounds) < MinRoundBytes {
 		return nil, fmt.Errorf("bench: cpu: Bytes = %d over %d rounds is under %d bytes a round", cfg.Bytes, rounds, MinRoundBytes)
 	}
@@ -220,7 +259,7 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 					if !slices.Contains(tcps, name) {
 						continue
 					}
-					if _, err := transferAs(ctx, name, min(cfg.Bytes/int64(rounds), warmBytes), mtu, link); err != nil {
+					if _, err := transferAs(ctx, name, min(cfg.Bytes/int64(rounds), warmBytes), mtu, link, cfg.Sink); err != nil {
 						return out, err
 					}
 				}
@@ -242,7 +281,7 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 						if round == rounds-1 {
 							per = cfg.Bytes - per*int64(rounds-1)
 						}
-						r, err := transferAs(ctx, name, per, mtu, link)
+						r, err := transferAs(ctx, name, per, mtu, link, cfg.Sink)
 						if err != nil {
 							return out, err
 						}
@@ -273,15 +312,16 @@ var transfer = cpuTransfer
 // pprof -tagfocus tcp=netramp. Both then are profiled in the same process
 // and rounds, where profiles of one TCP a run each fall at different
 // moments of the machine's drift.
-func transferAs(ctx context.Context, name string, n int64, mtu uint32, link Offload) (r CPUResult, err error) {
+func transferAs(ctx context.Context, name string, n int64, mtu uint32, link Offload, sink Sink) (r CPUResult, err error) {
 	// control:bench-cpu-unlabelled
 	pprof.Do(ctx, pprof.Labels("tcp", name), func(ctx context.Context) {
-		r, err = transfer(ctx, n, mtu, name == "gVisor", link)
+		// control:bench-cpu-sink-dropped
+		r, err = transfer(ctx, n, mtu, name == "gVisor", link, sink)
 	})
 	return r, err
 }
 
-func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
+func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload, sink Sink) (CPUResult, error) {
 	name := "netramp"
 	if gv {
 		name = "gVisor"
@@ -322,7 +362,7 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 			return
 		}
 		defer c.Close()
-		received, err = io.Copy(io.Discard, c)
+		received, err = drain(c, sink)
 		got <- err
 	}()
 	ipSent := func() uint64 {
@@ -376,6 +416,26 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0)}
 	r.rates()
 	return r, nil
+}
+
+// drain reads c to its end as sink says, and returns the bytes read.
+func drain(c net.Conn, sink Sink) (int64, error) {
+	// control:bench-cpu-sink-ignored
+	if sink == SinkCopy {
+		return io.Copy(io.Discard, c)
+	}
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := c.Read(buf)
+		n += int64(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // send writes n pattern bytes to w.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -51,11 +53,11 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 // The TCPs take turns in ABBA order, each round carrying its share of the
 // bytes, and the row sums the rounds.
 func TestCPURoundsTakeTurnsAndSum(t *testing.T) {
-	defer func(f func(context.Context, int64, uint32, bool, Offload) (CPUResult, error)) { transfer = f }(transfer)
+	defer func(f func(context.Context, int64, uint32, bool, Offload, Sink) (CPUResult, error)) { transfer = f }(transfer)
 	var order []string
 	var sizes []int64
 	var labels []string
-	transfer = func(ctx context.Context, n int64, mtu uint32, gv bool, link Offload) (CPUResult, error) {
+	transfer = func(ctx context.Context, n int64, mtu uint32, gv bool, link Offload, sink Sink) (CPUResult, error) {
 		name := "netramp"
 		if gv {
 			name = "gVisor"
@@ -107,6 +109,7 @@ func TestCPURefusesBadRounds(t *testing.T) {
 		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Rounds: -1}, "Rounds"},
 		{CPUConfig{Bytes: 3_000_000, MTUs: []uint32{1500}}, "Bytes"},
 		{CPUConfig{Bytes: 3_000_000, MTUs: []uint32{1500}, Rounds: 4}, "Bytes"},
+		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Sink: 7}, "Sink"},
 	} {
 		_, err := CPU(context.Background(), c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.field) {
@@ -127,5 +130,60 @@ func TestCPURunsOnlyTheSelectedTCP(t *testing.T) {
 	}
 	if _, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, TCPs: []string{"linux"}}); err == nil {
 		t.Fatal("an unknown TCP ran")
+	}
+}
+
+// sinkConn is a connection whose reader can be read or can write itself
+// out (io.WriterTo), recording which the sink used.
+type sinkConn struct {
+	net.Conn
+	r       io.Reader
+	writeTo bool
+	reads   int
+}
+
+func (c *sinkConn) Read(b []byte) (int, error) { c.reads++; return c.r.Read(b) }
+
+func (c *sinkConn) WriteTo(w io.Writer) (int64, error) {
+	c.writeTo = true
+	return io.Copy(w, c.r)
+}
+
+// The copy sink is io.Copy, which takes a conn's WriteTo; the read sink
+// reads, whatever the conn offers, and both count every byte.
+func TestDrainReadsAsTheSinkSays(t *testing.T) {
+	for _, sink := range []Sink{SinkCopy, SinkRead} {
+		c := &sinkConn{r: bytes.NewReader(make([]byte, 100_000))}
+		n, err := drain(c, sink)
+		if err != nil || n != 100_000 {
+			t.Fatalf("sink %d: drained %d, %v; want 100000 bytes", sink, n, err)
+		}
+		if wantWriteTo := sink == SinkCopy; c.writeTo != wantWriteTo || (c.reads > 0) == wantWriteTo {
+			t.Fatalf("sink %d: WriteTo used %v, %d Reads", sink, c.writeTo, c.reads)
+		}
+	}
+	if _, err := ParseSink("splice"); err == nil || !strings.Contains(err.Error(), "splice") {
+		t.Fatalf("ParseSink(splice): %v", err)
+	}
+}
+
+// The configured sink reaches every transfer, the warm-up's included.
+func TestCPUPassesTheSinkToEveryTransfer(t *testing.T) {
+	defer func(f func(context.Context, int64, uint32, bool, Offload, Sink) (CPUResult, error)) { transfer = f }(transfer)
+	var sinks []Sink
+	transfer = func(ctx context.Context, n int64, mtu uint32, gv bool, link Offload, sink Sink) (CPUResult, error) {
+		sinks = append(sinks, sink)
+		return CPUResult{MTU: mtu, Link: link, Bytes: n, Wall: time.Second, CPU: time.Millisecond, Packets: 1}, nil
+	}
+	if _, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, Links: []Offload{NoOffload}, Rounds: 2, Sink: SinkRead}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sinks) != 6 {
+		t.Fatalf("%d transfers, want 6 (a warm-up and two rounds of each TCP)", len(sinks))
+	}
+	for i, s := range sinks {
+		if s != SinkRead {
+			t.Fatalf("transfer %d read with sink %d, want SinkRead", i, s)
+		}
 	}
 }

@@ -140,6 +140,7 @@ func runCPU(ctx context.Context, args []string) error {
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
 	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	tsoList := fs.String("tso", "off,on,gro", "links, comma-separated: off (MTU-sized packets), on (host GSO of 64 KiB, cut into MTU-sized frames like a NIC's TSO), gro (the same GSO, delivered whole like a receiver's GRO)")
+	sink := fs.String("sink", "copy", "how the receiver reads: copy (io.Copy(io.Discard, conn), which takes a conn's io.WriterTo where it has one: ours has, gonet's has not) or read (a loop of Read into one 32 KB buffer, on both TCPs)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -184,7 +185,11 @@ func runCPU(ctx context.Context, args []string) error {
 	if *rounds < 1 {
 		return fmt.Errorf("cpu: -rounds %d is not a positive count", *rounds)
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds})
+	sk, err := bench.ParseSink(*sink)
+	if err != nil {
+		return fmt.Errorf("cpu: -sink: %w", err)
+	}
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds, Sink: sk})
 	if *memprofile != "" {
 		f, ferr := os.Create(*memprofile)
 		if ferr != nil {
@@ -199,7 +204,7 @@ func runCPU(ctx context.Context, args []string) error {
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
 		fmt.Printf("links: all rows nic/gso's pipe (gVisor's pipe inside; no GSO offered on plain rows), each write of several packets delivered as one burst; both TCPs on the same links; ours writes a send opportunity's segments in one write and ACKs per burst, gVisor's writes one packet a call\n")
-		fmt.Printf("%s\n\n", bench.CPUConns)
+		fmt.Printf("%s\n\n", bench.CPUConns(sk))
 		bench.WriteCPU(os.Stdout, rs)
 	}
 	return err
