@@ -241,8 +241,8 @@ func (e *endpoint) unreadable() tcpip.Error {
 }
 
 // ReadViews takes up to max bytes of in-order data off the receive queue as
-// views that share the queue's chunks, appended to dst: nothing is copied,
-// and the caller owns the views (it releases each). The bytes count as read
+// the queue's own views, appended to dst: nothing is copied, and the caller
+// owns the views (it releases each). The bytes count as read
 // once taken: the window opens as after Read. It fails as Read does when
 // there is nothing to take.
 func (e *endpoint) ReadViews(dst []*buffer.View, max int) ([]*buffer.View, int, tcpip.Error) {
@@ -254,8 +254,8 @@ func (e *endpoint) ReadViews(dst []*buffer.View, max int) ([]*buffer.View, int, 
 		e.mu.Unlock()
 		return dst, 0, err
 	}
-	dst, n := e.rcvq.CloneTo(dst, max)
-	e.consumed(n)
+	dst, n := e.rcvq.TakeTo(dst, max)
+	e.afterRead(n)
 	e.unlock()
 	return dst, n, nil
 }
@@ -284,6 +284,12 @@ func (e *endpoint) Read(w io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, 
 // doubles the window the peer last saw and opens it by updateStep.
 func (e *endpoint) consumed(n int) {
 	e.rcvq.Consume(n)
+	e.afterRead(n)
+}
+
+// afterRead is what n bytes leaving the receive queue for the application
+// set off: autotuning and the window update.
+func (e *endpoint) afterRead(n int) {
 	if !e.state.synchronized() {
 		return
 	}

@@ -175,24 +175,36 @@ func (q *Queue) CopyTo(w io.Writer) (int, error) {
 	return n, nil
 }
 
-// CloneTo appends to dst clones of the views holding the oldest bytes, at
-// most max of them (the last clone cut short to fit), and returns dst and
-// the bytes the clones hold. Nothing is copied: the clones share the
-// queue's chunks, and the caller releases them. The bytes stay held until
-// Consume.
-func (q *Queue) CloneTo(dst []*buffer.View, max int) ([]*buffer.View, int) {
+// TakeTo moves the views holding the oldest bytes, at most max of them, to
+// dst, and returns dst and the bytes moved. Nothing is copied and no view
+// is cloned but the one max cuts, whose head the caller gets as a clone
+// while the queue keeps its tail. The bytes leave the queue as after
+// Consume; the caller releases the views.
+func (q *Queue) TakeTo(dst []*buffer.View, max int) ([]*buffer.View, int) {
 	n := 0
-	for _, v := range q.views[q.head:] {
-		if n >= max {
+	for n < max && q.head < len(q.views) {
+		v := q.views[q.head]
+		// control:tcpinternal-rcvbuf-take-past-max
+		if k := max - n; v.Size() > k {
+			c := v.Clone()
+			c.CapLength(k)
+			v.TrimFront(k)
+			if q.head == len(q.views)-1 {
+				q.owned = false // the chunk is shared now: copy no more into it
+			}
+			dst = append(dst, c)
+			n += k
 			break
 		}
-		c := v.Clone()
-		// control:tcpinternal-rcvbuf-clone-past-max
-		if k := max - n; c.Size() > k {
-			c.CapLength(k)
-		}
-		n += c.Size()
-		dst = append(dst, c)
+		n += v.Size()
+		dst = append(dst, v)
+		q.views[q.head] = nil
+		q.pinned -= q.costs[q.head]
+		q.head++
+	}
+	q.n -= n
+	if q.head == len(q.views) {
+		q.Release()
 	}
 	return dst, n
 }

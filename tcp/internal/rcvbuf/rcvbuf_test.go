@@ -146,38 +146,45 @@ func TestFillingAndDrainingAgainAllocatesNothing(t *testing.T) {
 	}
 }
 
-// CloneTo hands out the oldest bytes, at most max, as clones that share
-// the queue's chunks: the bytes stay held until Consume, and the clones
-// outlive it.
-func TestClonesTakeTheOldestBytesUpToMax(t *testing.T) {
+// TakeTo moves the oldest bytes, at most max, out of the queue as its own
+// views, cutting the last one where max falls: what is left comes out
+// next, in order, and the views taken hold the bytes the queue held.
+func TestTakeMovesTheOldestBytesUpToMax(t *testing.T) {
 	var q Queue
-	q.AppendView(buffer.NewViewWithData(pattern(0, 3000)), 1<<30)
+	kept := buffer.NewViewWithData(pattern(0, 3000))
+	at := &kept.AsSlice()[0]
+	q.AppendView(kept, 1<<30)
 	q.Append(pattern(3000, 5000))
+	views, n := q.TakeTo(nil, 4000)
 	var got []byte
-	views, n := q.CloneTo(nil, 4000)
 	for _, v := range views {
 		got = append(got, v.AsSlice()...)
 	}
 	if n != 4000 || !bytes.Equal(got, pattern(0, 4000)) {
-		t.Fatalf("cloned %d bytes (%d in views), want the oldest 4000", n, len(got))
+		t.Fatalf("took %d bytes (%d in views), want the oldest 4000", n, len(got))
 	}
-	if q.Len() != 8000 {
-		t.Fatalf("Len %d after cloning, want all 8000 still held", q.Len())
+	if &views[0].AsSlice()[0] != at {
+		t.Fatal("the first view taken is not the one the queue kept: its bytes were copied")
 	}
-	first := &q.views[q.head].AsSlice()[0]
-	if &views[0].AsSlice()[0] != first {
-		t.Fatal("the clone copied its bytes instead of sharing the queue's chunk")
+	if q.Len() != 4000 {
+		t.Fatalf("Len %d after taking 4000 of 8000", q.Len())
 	}
-	q.Consume(n)
-	got = got[:0]
 	for _, v := range views {
+		v.Release()
+	}
+	rest, n := q.TakeTo(views[:0], 1<<20)
+	got = got[:0]
+	for _, v := range rest {
 		got = append(got, v.AsSlice()...)
 		v.Release()
 	}
-	if !bytes.Equal(got, pattern(0, 4000)) {
-		t.Fatal("the clones changed when the queue consumed their bytes")
+	if n != 4000 || !bytes.Equal(got, pattern(4000, 4000)) {
+		t.Fatalf("took the rest as %d bytes, want 4000 in order", n)
 	}
-	if views, n := q.CloneTo(views[:0], 0); n != 0 || len(views) != 0 {
-		t.Fatalf("max 0 cloned %d bytes in %d views", n, len(views))
+	if q.Len() != 0 || q.Views() != 0 || q.Pinned() != 0 {
+		t.Fatalf("an emptied queue: Len %d, %d views, %d pinned", q.Len(), q.Views(), q.Pinned())
+	}
+	if views, n := q.TakeTo(nil, 100); n != 0 || len(views) != 0 {
+		t.Fatalf("an empty queue gave %d bytes in %d views", n, len(views))
 	}
 }
