@@ -47,7 +47,7 @@ type protocol struct {
 	clock  tcpip.Clock
 	origin tcpip.MonotonicTime
 	// start is set when clock is gVisor's standard clock: now reads Go's
-	// monotonic clock directly (stdClock.go).
+	// monotonic clock directly (stdclock.go).
 	start  time.Time
 	st     *stats
 	isn    *isn.Generator

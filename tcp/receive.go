@@ -242,9 +242,9 @@ func (e *endpoint) unreadable() tcpip.Error {
 
 // ReadViews takes up to max bytes of in-order data off the receive queue as
 // the queue's own views, appended to dst: nothing is copied, and the caller
-// owns the views (it releases each). The bytes count as read
-// once taken: the window opens as after Read. It fails as Read does when
-// there is nothing to take.
+// owns the views (it releases each). The bytes count as read once taken:
+// the window opens as after Read. It fails as Read does when there is
+// nothing to take.
 func (e *endpoint) ReadViews(dst []*buffer.View, max int) ([]*buffer.View, int, tcpip.Error) {
 	if max <= 0 {
 		return dst, 0, nil

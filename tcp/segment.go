@@ -143,16 +143,12 @@ func (p span) each(fn func(v *buffer.View, off int, b []byte)) {
 }
 
 // checksumValid checks the segment's checksum: header, payload and the
-// pseudo-header (RFC 9293 §3.1). The pseudo-header's addresses are summed
-// where they lie in the network header, one run of bytes for both:
-// PacketBuffer.Network boxes the header in an interface (a heap allocation
-// per segment), and copying the addresses out to sum them cost a tenth of
-// parsing (issue 12).
-//
-// A connected endpoint passes its four-tuple's sum (rxPseudoSum): the
-// demuxer gives it only segments between those two addresses, and slicing
-// the network header out of each packet again was a hundredth of the CPU of
-// a bulk receive (osbench cpu, MTU 9000).
+// pseudo-header (RFC 9293 §3.1). A connected endpoint passes its
+// four-tuple's pseudo-header sum (known): the demuxer gives it only
+// segments between those two addresses, and slicing the network header out
+// of each packet again was a hundredth of the CPU of a bulk receive
+// (osbench cpu, MTU 9000). Without it (a listener, or no endpoint) the sum
+// comes from the packet (packetPseudoSum).
 func checksumValid(pkt *stack.PacketBuffer, hdr header.TCP, data span, known rxPseudoSum) bool {
 	sum, ok := known.get()
 	// control:tcp-connected-trusts-checksum
@@ -165,7 +161,10 @@ func checksumValid(pkt *stack.PacketBuffer, hdr header.TCP, data span, known rxP
 }
 
 // packetPseudoSum sums the pseudo-header's addresses and protocol where they
-// lie in pkt's network header.
+// lie in pkt's network header, one run of bytes for both:
+// PacketBuffer.Network boxes the header in an interface (a heap allocation
+// per segment), and copying the addresses out to sum them cost a tenth of
+// parsing (issue 12).
 func packetPseudoSum(pkt *stack.PacketBuffer) uint16 {
 	var sum uint16
 	nh := pkt.NetworkHeader().Slice()
