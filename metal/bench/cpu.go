@@ -51,12 +51,14 @@ const (
 	// SinkCopy is io.Copy(io.Discard, conn), the same code for both TCPs,
 	// as an application that streams a connection somewhere writes it.
 	// io.Copy takes the conn's io.WriterTo where it has one: ours hands
-	// the writer the receive queue's bytes where they lie (stack/conn.go);
-	// gonet's conn has none, so its bytes go through io.Copy's 32 KB
-	// buffer.
+	// the writer the receive queue's bytes where they lie (stack/conn.go).
+	// gonet's conn has none, so io.Copy takes io.Discard's io.ReaderFrom,
+	// which reads gonet's conn 8 KB at a time (the size of io.Discard's
+	// buffer; a writer without ReaderFrom gets io.Copy's 32 KB).
 	SinkCopy Sink = iota
-	// SinkRead is a loop of Read into one 32 KB buffer (io.Copy's) for
-	// both TCPs: each byte copied into the application's buffer on either.
+	// SinkRead is a loop of Read into one 32 KB buffer (io.Copy's own
+	// size) for both TCPs: each byte copied into the application's buffer
+	// on either.
 	SinkRead
 )
 
@@ -79,7 +81,7 @@ func CPUConns(s Sink) string {
 	if s == SinkRead {
 		return conns + "the sink Reads each into one 32 KB buffer (-sink read)"
 	}
-	return conns + "the sink is io.Copy(io.Discard, conn) for both, which takes our conn's io.WriterTo (the receive queue's bytes handed over where they lie) and copies gonet's through its 32 KB buffer (-sink copy; -sink read for a Read loop on both)"
+	return conns + "the sink is io.Copy(io.Discard, conn) for both, which takes our conn's io.WriterTo (the receive queue's bytes handed over where they lie) and reads gonet's through io.Discard's ReadFrom, 8 KB a Read (-sink copy; -sink read for a loop of 32 KB Reads on both)"
 }
 
 // MinRoundBytes is the smallest transfer a round may carry: below it slow
