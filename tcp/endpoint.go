@@ -335,7 +335,7 @@ func (e *endpoint) readinessLocked() waiter.EventMask {
 		if e.rcvq.Len() > 0 || e.finRcvd || e.rdShut {
 			r |= waiter.ReadableEvents
 		}
-		if e.wrShut || e.sbuf.Free() > 0 {
+		if e.wrShut || e.writeSpace() {
 			r |= waiter.WritableEvents
 		}
 	}
