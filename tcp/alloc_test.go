@@ -55,6 +55,9 @@ func allocConn(t *testing.T) *conn {
 }
 
 func TestBuildingASegmentAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own: run this test without -race")
+	}
 	c := allocConn(t)
 	c.h.out()
 	if n := testing.AllocsPerRun(allocRuns, func() { tcp.BuildSegment(c.ep) }); n != 0 {
@@ -130,6 +133,9 @@ func viaLink(burst bool) func(c *conn, pkt *gstack.PacketBuffer) int {
 // so one hole always stands: the steady state of a lossy transfer, with
 // SACK scoreboard, RACK and new data sent on every ACK.
 func TestProcessingAnAckWithSACKAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own: run this test without -race")
+	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			c := allocConn(t)
@@ -182,6 +188,9 @@ func TestProcessingAnAckWithSACKAllocatesNothing(t *testing.T) {
 // link's view, not copied), ACKed every second one, and read by the
 // application, which keeps up: the steady state of a bulk receiver.
 func TestReceivingAnInOrderSegmentAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own: run this test without -race")
+	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			h := newSegHarness(t, tcp.Options{})
@@ -296,6 +305,9 @@ func BenchmarkInboundChecksum(b *testing.B) {
 // reused). The writer keeps the send queue full, so each write adds the few
 // kilobytes an ACK freed as a chunk of its own and an aggregate spans many.
 func TestBulkTransferOverGSOLinksAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own: run this test without -race")
+	}
 	for _, c := range linkModes {
 		t.Run(c.name, func(t *testing.T) {
 			la, lb := pipe.New("", "", 1500)

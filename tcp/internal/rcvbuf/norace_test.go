@@ -1,0 +1,5 @@
+//go:build !race
+
+package rcvbuf
+
+const raceEnabled = false
