@@ -245,33 +245,48 @@ func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	// control:stack-conn-allocates-per-read
 	c.rw = b
 	var res tcpip.ReadResult
+	err := c.awaitRead(func() (terr tcpip.Error) {
+		// control:stack-conn-allocates-per-read
+		res, terr = c.ep.Read(&c.rw, tcpip.ReadOptions{})
+		return terr
+	})
+	c.rw = nil // the caller's buffer is not ours to keep
+	if err != nil {
+		return 0, err
+	}
+	return res.Count, nil
+}
+
+// awaitRead calls try, a read from the endpoint, until its answer is not
+// ErrWouldBlock, waiting for the read direction's events between tries, and
+// gives that answer as net.Conn does: nil, io.EOF at the peer's FIN (or
+// after CloseRead), an *net.OpError otherwise. The caller checked mayGoOn;
+// c.rmu is held.
+func (c *conn) awaitRead(try func() tcpip.Error) error {
 	var terr tcpip.Error
 	for {
-		res, terr = c.ep.Read(&c.rw, tcpip.ReadOptions{})
+		terr = try()
 		if _, ok := terr.(*tcpip.ErrWouldBlock); !ok {
 			break
 		}
 		if err := c.block(&c.rd, "read"); err != nil {
 			c.unblock(&c.rd)
-			c.rw = nil
-			return 0, err
+			return err
 		}
 	}
 	c.unblock(&c.rd)
-	c.rw = nil // the caller's buffer is not ours to keep
 	switch terr.(type) {
 	case nil:
-		return res.Count, nil
+		return nil
 	case *tcpip.ErrClosedForReceive:
 		if c.closed.Load() {
-			return 0, c.opError("read", net.ErrClosed)
+			return c.opError("read", net.ErrClosed)
 		}
-		return 0, io.EOF
+		return io.EOF
 	}
-	return 0, c.endpointError("read", terr)
+	return c.endpointError("read", terr)
 }
 
 // viewReader is what our TCP's endpoint offers beyond tcpip.Endpoint: the
@@ -328,28 +343,12 @@ func (c *conn) writeToStep(vr viewReader, w io.Writer) (int, error) {
 	if err := c.mayGoOn(&c.rd, "read"); err != nil {
 		return 0, err
 	}
-	var terr tcpip.Error
-	for {
+	if err := c.awaitRead(func() (terr tcpip.Error) {
 		// control:stack-writeto-allocates-per-step
 		c.views, _, terr = vr.ReadViews(c.views[:0], writeToTake)
-		if _, ok := terr.(*tcpip.ErrWouldBlock); !ok {
-			break
-		}
-		if err := c.block(&c.rd, "read"); err != nil {
-			c.unblock(&c.rd)
-			return 0, err
-		}
-	}
-	c.unblock(&c.rd)
-	switch terr.(type) {
-	case nil:
-	case *tcpip.ErrClosedForReceive:
-		if c.closed.Load() {
-			return 0, c.opError("read", net.ErrClosed)
-		}
-		return 0, io.EOF
-	default:
-		return 0, c.endpointError("read", terr)
+		return terr
+	}); err != nil {
+		return 0, err
 	}
 	n, err := c.writeViews(w)
 	for i, v := range c.views {

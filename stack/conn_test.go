@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/nettest"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/netramp/netramp/tcp"
@@ -29,6 +30,11 @@ var connAddr = netip.MustParseAddrPort("198.18.0.2:7000")
 // options o on both; stop closes them.
 func stackPair(o tcp.Options) (a, b *Stack, stop func(), err error) {
 	la, lb := pipe.New("", "", 1500)
+	return stackPairOn(o, la, lb)
+}
+
+// stackPairOn is stackPair over the two ends of a link of the caller's.
+func stackPairOn(o tcp.Options, la, lb gstack.LinkEndpoint) (a, b *Stack, stop func(), err error) {
 	a, err = New(Options{TCP: o, NICs: []NIC{{Link: la, Addr: netip.MustParsePrefix("198.18.0.1/24")}}})
 	if err != nil {
 		return nil, nil, nil, err
@@ -89,7 +95,14 @@ func connected(a, b *Stack, dial dialer) (c1, c2 net.Conn, stop func(), err erro
 // the test's end.
 func connPair(t *testing.T, o tcp.Options, dial dialer) (c1, c2 net.Conn) {
 	t.Helper()
-	a, b, stopStacks, err := stackPair(o)
+	la, lb := pipe.New("", "", 1500)
+	return connPairOn(t, o, la, lb, dial)
+}
+
+// connPairOn is connPair over the two ends of a link of the caller's.
+func connPairOn(t *testing.T, o tcp.Options, la, lb gstack.LinkEndpoint, dial dialer) (c1, c2 net.Conn) {
+	t.Helper()
+	a, b, stopStacks, err := stackPairOn(o, la, lb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -36,23 +35,7 @@ func (l copyLink) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) 
 func copyConnPair(t *testing.T) (c1, c2 net.Conn) {
 	t.Helper()
 	la, lb := pipe.New("", "", 1500)
-	a, err := New(Options{NICs: []NIC{{Link: copyLink{la}, Addr: netip.MustParsePrefix("198.18.0.1/24")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Options{NICs: []NIC{{Link: copyLink{lb}, Addr: netip.MustParsePrefix("198.18.0.2/24")}}})
-	if err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	c1, c2, stop, err := connected(a, b, ourDial)
-	if err != nil {
-		a.Close()
-		b.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(); a.Close(); b.Close() })
-	return c1, c2
+	return connPairOn(t, tcp.Options{}, copyLink{la}, copyLink{lb}, ourDial)
 }
 
 // recWriter checks that the bytes it is given are pattern's, in order, and
