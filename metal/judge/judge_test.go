@@ -415,3 +415,33 @@ func TestCompareRuleLinesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesMergeOnlyALineSharedNotJudgedReason: a comparison line's metrics
+// NOT JUDGED for one reason print once, naming them; judged metrics, and
+// another reason, print each on its own line; Standings lists every metric.
+func TestLinesMergeOnlyALineSharedNotJudgedReason(t *testing.T) {
+	r := mustParse(t, "c: B vs Linux on recv_1s recv_2s goodput, margin spread\nd: B vs A on goodput recv_1s, margin spread")
+	rs := cmpRows("goodput", []float64{1, 2}, []float64{5, 6}, 0)
+	for i := range rs {
+		rs[i].Values["recv_1s"] = 3
+	}
+	got := Lines(Judge(r, rs, nil))
+	want := []string{
+		"c/recv_1s: TIED: ",
+		"c/recv_2s: NOT JUDGED: recv_2s not measured in 2 row(s) of arm B",
+		"c/goodput: BEHIND: ",
+		"d on goodput, recv_1s: NOT JUDGED: arm A has no rows",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("lines %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d: %q, want it to start %q", i, got[i], want[i])
+		}
+	}
+	st := Standings(Judge(r, rs, nil))
+	if len(st) != 2 || st[0].String() != "B vs Linux: recv_1s TIED, recv_2s NOT JUDGED, goodput BEHIND" || st[1].Name != "d" {
+		t.Errorf("standings %v", st)
+	}
+}
