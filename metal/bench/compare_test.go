@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/netramp/netramp/metal/judge"
+	"github.com/netramp/netramp/metal/osbench"
+)
+
+// TestLineRateIsThePayloadTheBottleneckCarries: a preset's line rate is its
+// bottleneck's rate in the payload's direction, each 1538-byte frame on the
+// line carrying 1460 payload bytes; an unlimited path or an unknown preset
+// has none, and only a row on the preset's wire takes it.
+func TestLineRateIsThePayloadTheBottleneckCarries(t *testing.T) {
+	for _, c := range []struct {
+		preset string
+		dir    osbench.Direction
+		want   float64
+	}{
+		{"t14", osbench.Upload, 1e9 / 8 * 1460 / 1538 / 1e6},
+		{"parity-20m-10ms", osbench.Upload, 20e6 / 8 * 1460 / 1538 / 1e6},
+		{"parity-50m-40ms", osbench.Download, 50e6 / 8 * 1460 / 1538 / 1e6},
+		{"pilot", osbench.Upload, 0},
+		{"nowhere", osbench.Upload, 0},
+	} {
+		if got := lineRate(c.preset, c.dir); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s %s: %g MB/s, want %g", c.preset, c.dir, got, c.want)
+		}
+	}
+	for path, want := range map[string]bool{
+		"wire preset t14 (virtual time)": true, "wire preset t14": true,
+		"wire preset t14-other": false, "kernel loopback (no emulation)": false,
+	} {
+		if onPreset(path, "t14") != want {
+			t.Errorf("onPreset(%q, t14) = %v", path, !want)
+		}
+	}
+}
+
+// wireScriptArm is a scriptArm whose rows run on the preset's wire.
+type wireScriptArm struct{ scriptArm }
+
+func (*wireScriptArm) PathName(preset string) string {
+	return "wire preset " + preset + " (real time on its releasing thread)"
+}
+
+// TestRunnerGivesTheJudgeThePathsLineRate: two arms at a parity path's line
+// rate, whose rows lie apart by more than their spread, tie on goodput by the
+// ceiling; the same rows off the wire (no line rate) do not.
+func TestRunnerGivesTheJudgeThePathsLineRate(t *testing.T) {
+	const rule = "c: R vs S on goodput, margin spread, ceiling 1% of line rate\n"
+	for _, c := range []struct {
+		onWire bool
+		status judge.Status
+		detail string
+	}{
+		{true, judge.Tied, "within 1% of the path's line rate 2.373"},
+		{false, judge.Behind, "the path's line rate is not known"},
+	} {
+		r := scriptArm{rows: []scriptRow{{bytes: 2_365_000}, {bytes: 2_368_000}}}
+		s := scriptArm{rows: []scriptRow{{bytes: 2_372_000}, {bytes: 2_373_000}}}
+		given := map[string]Arm{"R": &r, "S": &s}
+		if c.onWire {
+			given = map[string]Arm{"R": &wireScriptArm{r}, "S": &wireScriptArm{s}}
+		}
+		cfg := Config{Order: []string{"R", "S", "R", "S"}, Defs: Definitions{"R": "loopback", "S": "loopback"}, Preset: "parity-20m-10ms",
+			Bytes: 1, Conns: 1, Rules: rule, Evidence: t.TempDir(), NoPlot: true}
+		res, err := runWith(context.Background(), cfg, given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := res.Verdicts[0]; v.Status != c.status || !strings.Contains(v.Detail, c.detail) {
+			t.Errorf("on the wire %v: %v, want %v containing %q", c.onWire, v, c.status, c.detail)
+		}
+	}
+}
