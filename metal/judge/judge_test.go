@@ -198,8 +198,59 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 
 func TestDefaultRulesParse(t *testing.T) {
 	r := mustParse(t, DefaultRules)
-	if len(r) != 3 || r[0].Name != "faster" || r[0].Alpha != 0.05 || r[2].X != "P" || r[2].Metric != "recv_100ms" {
+	if len(r) < 3 || r[0].Name != "faster" || r[0].Alpha != 0.05 || r[2].X != "P" || r[2].Metric != "recv_100ms" {
 		t.Fatalf("default rules parsed as %+v", r)
+	}
+	for _, y := range []string{"Linux", "gVisor"} {
+		checkComparesEveryMark(t, r, "B", y)
+	}
+}
+
+// checkComparesEveryMark: the rules compare x with y, margin spread, on every
+// ramp mark, goodput (with a line-rate ceiling) and retransmitted bytes.
+func checkComparesEveryMark(t *testing.T, rules []Rule, x, y string) {
+	t.Helper()
+	got := map[string]Rule{}
+	for _, r := range rules {
+		if r.Kind == Compare && r.X == x && r.Y == y {
+			got[r.Metric] = r
+		}
+	}
+	for _, m := range []string{"recv_100ms", "recv_300ms", "recv_1s", "recv_2s", "goodput", "retrans"} {
+		if _, ok := got[m]; !ok {
+			t.Errorf("no rule compares %s with %s on %s", x, y, m)
+		}
+	}
+	if got["goodput"].Ceiling != 1 {
+		t.Errorf("%s vs %s on goodput: ceiling %g%%, want 1%%", x, y, got["goodput"].Ceiling)
+	}
+}
+
+// TestDefaultRulesAlwaysSayALineAboutLinux: on the default bench, with the
+// kernel's rows rejected for a late emulator, the verdict still has lines
+// about Linux, NOT JUDGED with the rejection and its lateness.
+func TestDefaultRulesAlwaysSayALineAboutLinux(t *testing.T) {
+	var rs []Row
+	for _, arm := range []string{"gVisor", "A", "B", "P", "A", "B", "P", "gVisor"} {
+		tb := "virtual"
+		if arm == "gVisor" {
+			tb = "real"
+		}
+		rs = append(rs, Row{Arm: arm, Timebase: tb, Values: map[string]float64{"goodput": 100, "recv_1s": 30}})
+	}
+	why := "row 1 rejected: its real-time emulator ran late (p99 0.900 ms > 0.500 ms); wire lateness p50 0.020 ms, p99 0.900 ms, max 4.000 ms (9000 frames)"
+	n := 0
+	for _, v := range Judge(mustParse(t, DefaultRules), rs, map[string]string{"Linux": why}) {
+		if v.Rule.Y != "Linux" {
+			continue
+		}
+		n++
+		if v.Status != NotJudged || !strings.Contains(v.Detail, why) {
+			t.Errorf("%v", v)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no verdict about Linux")
 	}
 }
 
@@ -214,6 +265,9 @@ func TestParityRulesParse(t *testing.T) {
 		if !ok || x.Kind != AtLeastSlowest || x.X != "B" || x.Tolerance != 0 || x.Metric != "goodput" {
 			t.Errorf("parity rule %s: %+v", n, x)
 		}
+	}
+	for _, y := range []string{"Linux-cubic", "Linux-bbr"} {
+		checkComparesEveryMark(t, r, "B", y)
 	}
 }
 
