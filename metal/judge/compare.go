@@ -85,6 +85,7 @@ func parseCompare(line string) ([]Rule, error) {
 			return nil, fmt.Errorf("option %q: %s", strings.TrimSpace(p), want)
 		}
 	}
+	// control:metal-judge-compare-no-margin
 	if !margin {
 		return nil, errors.New("no margin: " + want)
 	}
@@ -136,9 +137,11 @@ func judgeCompare(v *Verdict, xs, ys []float64, lr float64) {
 		return
 	}
 	sx, sy := spreadOf(xs), spreadOf(ys)
+	// control:metal-judge-compare-margin-one-arm
 	margin := math.Max(sx, sy)
 	// Orient so that larger is better; worst and best are then min and max.
 	sign := 1.0
+	// control:metal-judge-compare-retrans-higher-better
 	if LowerIsBetter[r.Metric] {
 		sign = -1
 	}
@@ -161,6 +164,7 @@ func judgeCompare(v *Verdict, xs, ys []float64, lr float64) {
 		return b
 	}
 	// lead is by how much X's worst row beats Y's best; trail, Y's worst X's best.
+	// control:metal-judge-compare-best-against-best
 	lead := sign * (worst(xs) - best(ys))
 	trail := sign * (worst(ys) - best(xs))
 	a, b, d := r.X, r.Y, lead
