@@ -395,14 +395,12 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 	}
 	xs, mx := values(rows, r.X, r.Metric)
 	ys, my := values(rows, r.Y, r.Metric)
+	// The reasons in order of how much they rule out: no rows at all, two
+	// time bases, then a metric missing from some rows.
 	for _, c := range []struct {
-		arm     string
-		n, miss int
-	}{{r.X, len(xs), mx}, {r.Y, len(ys), my}} {
-		if c.miss > 0 {
-			v.Detail = fmt.Sprintf("%s not measured in %d row(s) of arm %s%s", r.Metric, c.miss, c.arm, whyUnmeasured(r.Metric))
-			return v
-		}
+		arm string
+		n   int
+	}{{r.X, len(xs) + mx}, {r.Y, len(ys) + my}} {
 		if c.n == 0 {
 			v.Detail = fmt.Sprintf("arm %s has no rows", c.arm)
 			return v
@@ -415,6 +413,15 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 		v.Detail = fmt.Sprintf("%s ran in %s time, %s in %s time: rows of different time bases ran on two emulations of the path, and are not compared",
 			r.X, orUnknown(tx), r.Y, orUnknown(ty))
 		return v
+	}
+	for _, c := range []struct {
+		arm  string
+		miss int
+	}{{r.X, mx}, {r.Y, my}} {
+		if c.miss > 0 {
+			v.Detail = fmt.Sprintf("%s not measured in %d row(s) of arm %s%s", r.Metric, c.miss, c.arm, whyUnmeasured(r.Metric))
+			return v
+		}
 	}
 	if tx != "" {
 		defer func() { v.Detail += fmt.Sprintf("; both in %s time", tx) }()

@@ -432,6 +432,14 @@ func TestCompareIsNotJudgedWithoutUsableRows(t *testing.T) {
 	if v := Judge(r[:1], rs, nil); v[0].Status != NotJudged || !strings.Contains(v[0].Detail, "B ran in virtual time, Linux in real time") {
 		t.Errorf("two time bases: %v", v[0])
 	}
+	// The weightier reason is told: no rows at all, then two time bases,
+	// before a mark some rows did not reach.
+	if v := Judge(r[1:], rs, nil); v[0].Status != NotJudged || !strings.Contains(v[0].Detail, "B ran in virtual time, Linux in real time") {
+		t.Errorf("two time bases and recv_2s not measured: %v", v[0])
+	}
+	if v := Judge(r[1:], cmpRows("goodput", []float64{1, 2}, nil, 0), nil); v[0].Status != NotJudged || v[0].Detail != "arm Linux has no rows" {
+		t.Errorf("no Linux rows and recv_2s not measured: %v", v[0])
+	}
 }
 
 // TestCompareRuleLinesParse: several metrics on a line make a rule each,
@@ -495,7 +503,8 @@ func TestLinesMergeOnlyALineSharedNotJudgedReason(t *testing.T) {
 		}
 	}
 	st := Standings(Judge(r, rs, nil))
-	if len(st) != 2 || st[0].String() != "B vs Linux: recv_1s TIED, recv_2s NOT JUDGED, goodput BEHIND" || st[1].Name != "d" {
+	if len(st) != 2 || st[0].String() != "B vs Linux: recv_1s TIED, recv_2s NOT JUDGED, goodput BEHIND" || st[1].Name != "d" ||
+		st[1].String() != "B vs A: NOT JUDGED on every metric" {
 		t.Errorf("standings %v", st)
 	}
 }

@@ -67,8 +67,16 @@ func Standings(vs []Verdict) []Standing {
 	return out
 }
 
-// String is "X vs Y: recv_100ms TIED, recv_300ms AHEAD, ...".
+// String is "X vs Y: recv_100ms TIED, recv_300ms AHEAD, ...", or "X vs Y:
+// NOT JUDGED on every metric" when no metric was judged.
 func (s Standing) String() string {
+	judged := false
+	for _, st := range s.Status {
+		judged = judged || st != NotJudged
+	}
+	if !judged {
+		return fmt.Sprintf("%s vs %s: NOT JUDGED on every metric", s.X, s.Y)
+	}
 	var c []string
 	for i, m := range s.Metrics {
 		c = append(c, m+" "+s.Status[i].String())
