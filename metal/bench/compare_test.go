@@ -110,3 +110,33 @@ func TestLateKernelRowsStillGiveALineAboutLinux(t *testing.T) {
 		t.Errorf("table.md lacks the standing:\n%s", md)
 	}
 }
+
+// TestIssue11FiguresTieAtTheLineRate: the parity run of issue 11 had B at
+// 2.349950 and Linux-cubic at 2.350000 MB/s on parity-20m-10ms, a miss by
+// 0.0021% for the >= slowest rule. Both are within 1% of that path's line
+// rate, so the comparison calls it TIED, even with rows that repeat
+// exactly (margin 0), where the spread alone would say BEHIND.
+func TestIssue11FiguresTieAtTheLineRate(t *testing.T) {
+	rules, err := judge.Parse("parity.rules", judge.ParityRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []judge.Row
+	for _, lr := range []float64{lineRate("parity-20m-10ms", osbench.Upload), 0} {
+		rs = rs[:0]
+		for i := 0; i < 3; i++ {
+			for arm, g := range map[string]float64{"B": 2.349950, "Linux-cubic": 2.350000} {
+				rs = append(rs, judge.Row{Arm: arm, Timebase: "real", LineRate: lr, Values: map[string]float64{"goodput": g}})
+			}
+		}
+		want := map[string]judge.Status{"parity-cubic": judge.NotConfirmed, "ramp-cubic/goodput": judge.Tied}
+		if lr == 0 {
+			want["ramp-cubic/goodput"] = judge.Behind
+		}
+		for _, v := range judge.Judge(rules, rs, nil) {
+			if w, ok := want[v.Rule.Name]; ok && v.Status != w {
+				t.Errorf("line rate %g: %v, want %v", lr, v, w)
+			}
+		}
+	}
+}
