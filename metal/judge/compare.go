@@ -180,27 +180,27 @@ func judgeCompare(v *Verdict, xs, ys []float64, lr float64) {
 		dp = 0
 	}
 	num := func(x float64) string { return strconv.FormatFloat(x, 'f', dp, 64) }
-	var b2 strings.Builder
-	fmt.Fprintf(&b2, "%s %s, %s %s %s", r.X, spanAt(xs, dp), r.Y, spanAt(ys, dp), unit)
+	var w strings.Builder
+	fmt.Fprintf(&w, "%s %s, %s %s %s", r.X, spanAt(xs, dp), r.Y, spanAt(ys, dp), unit)
 	if LowerIsBetter[r.Metric] {
-		b2.WriteString(" (lower is better)")
+		w.WriteString(" (lower is better)")
 	}
 	if d > 0 {
-		fmt.Fprintf(&b2, "; %s's worst row %s beats %s's best %s by %s %s", a, num(aw), b, num(bb), num(d), unit)
+		fmt.Fprintf(&w, "; %s's worst row %s beats %s's best %s by %s %s", a, num(aw), b, num(bb), num(d), unit)
 	} else {
-		fmt.Fprintf(&b2, "; neither arm's worst row beats the other's best (%s's worst %s against %s's best %s: %s %s)",
+		fmt.Fprintf(&w, "; neither arm's worst row beats the other's best (%s's worst %s against %s's best %s: %s %s)",
 			a, num(aw), b, num(bb), num(d), unit)
 	}
 	// control:metal-judge-compare-margin-inclusive
-	lead2 := d > margin
-	if lead2 {
-		b2.WriteString(", more than")
+	beyond := d > margin
+	if beyond {
+		w.WriteString(", more than")
 	} else {
-		b2.WriteString(", not more than")
+		w.WriteString(", not more than")
 	}
-	fmt.Fprintf(&b2, " the margin %s %s (spread: %s %s, %s %s)", num(margin), unit, r.X, num(sx), r.Y, num(sy))
+	fmt.Fprintf(&w, " the margin %s %s (spread: %s %s, %s %s)", num(margin), unit, r.X, num(sx), r.Y, num(sy))
 	switch {
-	case !lead2:
+	case !beyond:
 		v.Status = Tied
 	case a == r.X:
 		v.Status = Ahead
@@ -209,25 +209,26 @@ func judgeCompare(v *Verdict, xs, ys []float64, lr float64) {
 	}
 	if r.Ceiling > 0 {
 		if lr <= 0 {
-			b2.WriteString("; the path's line rate is not known, so no ceiling applies")
+			w.WriteString("; the path's line rate is not known, so no ceiling applies")
 		} else {
 			floor := lr - lr*r.Ceiling/100
-			lo := math.Min(worstLow(xs), worstLow(ys))
+			lo := math.Min(lowest(xs), lowest(ys))
 			// control:metal-judge-ceiling-one-arm
-			if worstLow(xs) >= floor && worstLow(ys) >= floor {
+			if lowest(xs) >= floor && lowest(ys) >= floor {
 				v.Status = Tied
-				fmt.Fprintf(&b2, "; every row of both within %g%% of the path's line rate %s %s (slowest %s, floor %s): TIED at the line rate",
+				fmt.Fprintf(&w, "; every row of both within %g%% of the path's line rate %s %s (slowest %s, floor %s): TIED at the line rate",
 					r.Ceiling, num(lr), unit, num(lo), num(floor))
 			} else {
-				fmt.Fprintf(&b2, "; not both within %g%% of the path's line rate %s %s (slowest %s, floor %s)",
+				fmt.Fprintf(&w, "; not both within %g%% of the path's line rate %s %s (slowest %s, floor %s)",
 					r.Ceiling, num(lr), unit, num(lo), num(floor))
 			}
 		}
 	}
-	v.Detail = b2.String()
+	v.Detail = w.String()
 }
 
-func worstLow(v []float64) float64 {
+// lowest is the smallest of v.
+func lowest(v []float64) float64 {
 	lo := v[0]
 	for _, x := range v {
 		lo = math.Min(lo, x)
