@@ -36,3 +36,13 @@ func judgeLateness(row *report.Row, l *report.Lateness, limit time.Duration) {
 func lateRejected(row report.Row) bool {
 	return row.Rejected != "" && row.Err == "" && row.Unavailable == ""
 }
+
+// lateFigures is a rejected row's lateness for its NOT JUDGED reason:
+// p50, p99 and max, as the row's line prints them.
+func lateFigures(row report.Row) string {
+	// control:metal-not-judged-without-lateness
+	if l := row.Lateness; l != nil {
+		return fmt.Sprintf("; wire lateness p50 %s, p99 %s, max %s (%d frames)", ms3(l.P50), ms3(l.P99), ms3(l.Max), l.Frames)
+	}
+	return ""
+}

@@ -258,21 +258,26 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 	// Judge: an arm with any row unavailable, failed or rejected is not
 	// judged; a rejected row that was re-run counts as its re-run.
 	jrows := make([]judge.Row, 0, len(rows))
+	lr := lineRate(cfg.Preset, cfg.Dir)
 	why := map[string][]string{}
 	for i, r := range rows {
 		switch {
 		case r.RerunAs != 0:
 			continue
 		case r.RerunOf != 0 && r.Rejected != "":
-			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d rejected and its re-run, row %d, too: %s", r.RerunOf, i+1, r.Rejected))
+			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d rejected and its re-run, row %d, too: %s%s", r.RerunOf, i+1, r.Rejected, lateFigures(r)))
 		case r.Unavailable != "":
 			why[r.Arm] = append(why[r.Arm], "unavailable: "+r.Unavailable)
 		case r.Err != "":
 			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d failed: %s", i+1, r.Err))
 		case r.Rejected != "":
-			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d rejected: %s", i+1, r.Rejected))
+			why[r.Arm] = append(why[r.Arm], fmt.Sprintf("row %d rejected: %s%s", i+1, r.Rejected, lateFigures(r)))
 		default:
-			jrows = append(jrows, judge.Row{Arm: r.Arm, Values: r.Metrics(), Timebase: r.Timebase})
+			jr := judge.Row{Arm: r.Arm, Values: r.Metrics(), Timebase: r.Timebase}
+			if onPreset(r.Path, cfg.Preset) {
+				jr.LineRate = lr
+			}
+			jrows = append(jrows, jr)
 		}
 	}
 	missing := map[string]string{}
@@ -334,8 +339,16 @@ func writeReport(cfg Config, rows []report.Row, verdicts []judge.Verdict, elapse
 	report.WriteCounters(&md, rows, true)
 	var vt strings.Builder
 	fmt.Fprintf(&vt, "verdict (rules from %s, fixed before the run):\n", cfg.RulesName)
-	for _, v := range verdicts {
-		fmt.Fprintf(&vt, "  %s\n", v)
+	for _, l := range judge.Lines(verdicts) {
+		fmt.Fprintf(&vt, "  %s\n", l)
+	}
+	if st := judge.Standings(verdicts); len(st) > 0 {
+		fmt.Fprintf(&vt, "standing (AHEAD or BEHIND only beyond the margin, the larger spread of either arm's rows):\n")
+		for _, s := range st {
+			fmt.Fprintf(&vt, "  %s\n", s)
+		}
+		md.WriteString("\n")
+		writeStandingsMarkdown(&md, st)
 	}
 	md.WriteString("\n```\n" + vt.String() + "```\n")
 	for name, body := range map[string]string{"table.txt": text.String(), "table.md": md.String(), "verdict.txt": vt.String()} {
@@ -352,6 +365,45 @@ func writeReport(cfg Config, rows []report.Row, verdicts []judge.Verdict, elapse
 	fmt.Fprint(cfg.Out, text.String())
 	fmt.Fprintf(cfg.Out, "\n%s\nevidence: %s (%s)\n", vt.String(), ev, elapsed.Round(time.Second))
 	return os.WriteFile(filepath.Join(ev, "elapsed.txt"), []byte(elapsed.String()+"\n"), 0o644)
+}
+
+// writeStandingsMarkdown writes the comparison lines as a table: a row per
+// compared pair, a column per metric any of them compares.
+func writeStandingsMarkdown(w io.Writer, st []judge.Standing) {
+	order := append(append([]string(nil), report.MarkMetrics...), "goodput", "retrans")
+	used := map[string]bool{}
+	for _, s := range st {
+		for _, m := range s.Metrics {
+			used[m] = true
+		}
+	}
+	var cols []string
+	for _, m := range order {
+		if used[m] {
+			cols = append(cols, m)
+			delete(used, m)
+		}
+	}
+	for _, s := range st { // metrics the order above does not know, as the rules give them
+		for _, m := range s.Metrics {
+			if used[m] {
+				cols = append(cols, m)
+				delete(used, m)
+			}
+		}
+	}
+	fmt.Fprintf(w, "| standing | %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)+1))
+	for _, s := range st {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			for k, m := range s.Metrics {
+				if m == c {
+					cells[i] = s.Status[k].String()
+				}
+			}
+		}
+		fmt.Fprintf(w, "| %s vs %s | %s |\n", s.X, s.Y, strings.Join(cells, " | "))
+	}
 }
 
 func writeJSON(path string, v any) error {

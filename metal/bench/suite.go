@@ -202,8 +202,11 @@ func writeSuiteSummary(w io.Writer, s Suite, rerunLate bool, base Config, res *S
 		for j, row := range r.Rows {
 			fmt.Fprintf(w, "  %-4d %-12s %s\n", j+1, row.Arm, rowCells(row))
 		}
-		for _, v := range r.Verdicts {
-			fmt.Fprintf(w, "  %s\n", v)
+		for _, l := range judge.Lines(r.Verdicts) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		for _, st := range judge.Standings(r.Verdicts) {
+			fmt.Fprintf(w, "  standing %s\n", st)
 		}
 	}
 	fmt.Fprintf(w, "\nevidence: %s (%s)\n", res.Dir, elapsed.Round(time.Second))

@@ -10,9 +10,12 @@
 //	<name>: <X> < <Y> on <metric> in every pair[, p <= <alpha>]
 //	<name>: <X> within <v> [<unit>] of <Y> on <metric>
 //	<name>: <X> >= slowest <Y> on <metric>[, tolerance <t>%]
+//	<name>: <X> vs <Y> on <metric> [<metric>...], margin spread[, ceiling <x>% of line rate]
 //
-// The last is the parity rule: X's median row is at least Y's slowest row,
-// less at most t percent (t ≤ 1; none given, 0).
+// The fourth is the parity rule: X's median row is at least Y's slowest row,
+// less at most t percent (t ≤ 1; none given, 0). The last is the comparison
+// (compare.go): AHEAD, TIED or BEHIND, one verdict a metric, with a margin
+// the run itself gives.
 //
 // One line is not a rule but says how the runner treats rows:
 //
@@ -28,7 +31,8 @@
 // and the rule is NOT JUDGED, saying so.
 //
 // Metrics: goodput (MB/s, the row's median connection), recv_100ms,
-// recv_300ms, recv_1s, recv_2s (MB received by then, the row's mean).
+// recv_300ms, recv_1s, recv_2s (MB received by then, the row's mean),
+// retrans (bytes retransmitted, the row's mean connection; lower is better).
 package judge
 
 import (
@@ -66,7 +70,12 @@ var Metrics = map[string]string{
 	"recv_300ms": "MB",
 	"recv_1s":    "MB",
 	"recv_2s":    "MB",
+	"retrans":    "bytes",
 }
+
+// LowerIsBetter names the metrics where the smaller figure is the better:
+// a comparison rule orients its AHEAD and BEHIND by it.
+var LowerIsBetter = map[string]bool{"retrans": true}
 
 // ErrParse reports a rule file that does not parse; the message names the line.
 var ErrParse = errors.New("judge: rule file")
@@ -82,6 +91,9 @@ const (
 	// AtLeastSlowest: X's median is at least Y's smallest row value, less
 	// Tolerance percent.
 	AtLeastSlowest
+	// Compare: AHEAD, TIED or BEHIND, X's worst row against Y's best with
+	// the margin the rows give (compare.go).
+	Compare
 )
 
 // MaxParityTolerance is the largest tolerance, in percent, a parity rule
@@ -100,6 +112,9 @@ type Rule struct {
 	Metric    string
 	Alpha     float64 // Ordered: p bound; 0 = none given
 	Tolerance float64 // Within (metric units); AtLeastSlowest (percent)
+	// Compare: Ceiling, if above 0, is the percent of the path's line rate
+	// within which both arms' goodput rows tie.
+	Ceiling float64
 }
 
 // File is a parsed rule file.
@@ -144,22 +159,39 @@ func ParseFile(file, text string) (File, error) {
 			out.RerunLate = true
 			continue
 		}
-		r, err := parseLine(line)
+		rs, err := parseRules(line)
 		if err != nil {
 			return File{}, fmt.Errorf("%w %s:%d: %v (in %q)", ErrParse, file, i+1, err, strings.TrimSpace(raw))
 		}
-		if prev, ok := seen[r.Name]; ok {
-			return File{}, fmt.Errorf("%w %s:%d: rule name %q already used on line %d", ErrParse, file, i+1, r.Name, prev)
+		for _, r := range rs {
+			if prev, ok := seen[r.Name]; ok {
+				return File{}, fmt.Errorf("%w %s:%d: rule name %q already used on line %d", ErrParse, file, i+1, r.Name, prev)
+			}
+			seen[r.Name] = i + 1
+			r.Line, r.Text = i+1, line
+			rules = append(rules, r)
 		}
-		seen[r.Name] = i + 1
-		r.Line, r.Text = i+1, line
-		rules = append(rules, r)
 	}
 	if len(rules) == 0 {
 		return File{}, fmt.Errorf("%w %s: no rules", ErrParse, file)
 	}
 	out.Rules = rules
 	return out, nil
+}
+
+// parseRules reads one line: one rule, or, for a comparison naming several
+// metrics, one rule a metric, named <name>/<metric>.
+func parseRules(line string) ([]Rule, error) {
+	if _, body, ok := strings.Cut(line, ":"); ok {
+		if f := strings.Fields(body); len(f) > 1 && f[1] == "vs" {
+			return parseCompare(line)
+		}
+	}
+	r, err := parseLine(line)
+	if err != nil {
+		return nil, err
+	}
+	return []Rule{r}, nil
 }
 
 func parseLine(line string) (Rule, error) {
@@ -240,7 +272,7 @@ func parseLine(line string) (Rule, error) {
 			return r, fmt.Errorf("option %q: a within rule takes none", opts)
 		}
 	default:
-		return r, fmt.Errorf("comparison %q: want \">\", \"<\", \">=\" or \"within\"", f[1])
+		return r, fmt.Errorf("comparison %q: want \">\", \"<\", \">=\", \"within\" or \"vs\"", f[1])
 	}
 	if _, ok := Metrics[r.Metric]; !ok {
 		return r, fmt.Errorf("unknown metric %q (want one of %s)", r.Metric, metricNames())
@@ -249,6 +281,17 @@ func parseLine(line string) (Rule, error) {
 		return r, fmt.Errorf("compares arm %s with itself", r.X)
 	}
 	return r, nil
+}
+
+// whyUnmeasured says why a row can lack the metric.
+func whyUnmeasured(metric string) string {
+	switch {
+	case metric == "retrans":
+		return " (its TCP's retransmitted bytes are not counted)"
+	case strings.HasPrefix(metric, "recv_"):
+		return " (a connection ended before that mark: the run is shorter)"
+	}
+	return ""
 }
 
 func metricNames() string {
@@ -268,6 +311,9 @@ type Row struct {
 	// Timebase is "virtual" or "real" (or empty): a rule comparing arms of
 	// different time bases says so, since their paths are two emulations.
 	Timebase string
+	// LineRate is the goodput, in MB/s, the row's path carries at its
+	// bottleneck's rate (full-sized segments); 0 if unknown or unlimited.
+	LineRate float64
 }
 
 // Status is a verdict's outcome.
@@ -277,6 +323,10 @@ const (
 	Confirmed Status = iota
 	NotConfirmed
 	NotJudged
+	// Ahead, Tied and Behind are a comparison rule's verdicts.
+	Ahead
+	Tied
+	Behind
 )
 
 func (s Status) String() string {
@@ -285,6 +335,12 @@ func (s Status) String() string {
 		return "CONFIRMED"
 	case NotConfirmed:
 		return "NOT CONFIRMED"
+	case Ahead:
+		return "AHEAD"
+	case Tied:
+		return "TIED"
+	case Behind:
+		return "BEHIND"
 	}
 	return "NOT JUDGED"
 }
@@ -339,14 +395,12 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 	}
 	xs, mx := values(rows, r.X, r.Metric)
 	ys, my := values(rows, r.Y, r.Metric)
+	// The reasons in order of how much they rule out: no rows at all, two
+	// time bases, then a metric missing from some rows.
 	for _, c := range []struct {
-		arm     string
-		n, miss int
-	}{{r.X, len(xs), mx}, {r.Y, len(ys), my}} {
-		if c.miss > 0 {
-			v.Detail = fmt.Sprintf("%s not measured in %d row(s) of arm %s", r.Metric, c.miss, c.arm)
-			return v
-		}
+		arm string
+		n   int
+	}{{r.X, len(xs) + mx}, {r.Y, len(ys) + my}} {
 		if c.n == 0 {
 			v.Detail = fmt.Sprintf("arm %s has no rows", c.arm)
 			return v
@@ -360,10 +414,22 @@ func judgeOne(r Rule, rows []Row, unavailable map[string]string) (v Verdict) {
 			r.X, orUnknown(tx), r.Y, orUnknown(ty))
 		return v
 	}
+	for _, c := range []struct {
+		arm  string
+		miss int
+	}{{r.X, mx}, {r.Y, my}} {
+		if c.miss > 0 {
+			v.Detail = fmt.Sprintf("%s not measured in %d row(s) of arm %s%s", r.Metric, c.miss, c.arm, whyUnmeasured(r.Metric))
+			return v
+		}
+	}
 	if tx != "" {
 		defer func() { v.Detail += fmt.Sprintf("; both in %s time", tx) }()
 	}
 	switch r.Kind {
+	case Compare:
+		judgeCompare(&v, xs, ys, lineRate(rows, r.X, r.Y))
+		return v
 	case AtLeastSlowest:
 		mX := report.Median(xs)
 		// control:metal-judge-parity-against-median

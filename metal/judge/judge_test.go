@@ -2,6 +2,7 @@ package judge
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -197,8 +198,59 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 
 func TestDefaultRulesParse(t *testing.T) {
 	r := mustParse(t, DefaultRules)
-	if len(r) != 3 || r[0].Name != "faster" || r[0].Alpha != 0.05 || r[2].X != "P" || r[2].Metric != "recv_100ms" {
+	if len(r) < 3 || r[0].Name != "faster" || r[0].Alpha != 0.05 || r[2].X != "P" || r[2].Metric != "recv_100ms" {
 		t.Fatalf("default rules parsed as %+v", r)
+	}
+	for _, y := range []string{"Linux", "gVisor"} {
+		checkComparesEveryMark(t, r, "B", y)
+	}
+}
+
+// checkComparesEveryMark: the rules compare x with y, margin spread, on every
+// ramp mark, goodput (with a line-rate ceiling) and retransmitted bytes.
+func checkComparesEveryMark(t *testing.T, rules []Rule, x, y string) {
+	t.Helper()
+	got := map[string]Rule{}
+	for _, r := range rules {
+		if r.Kind == Compare && r.X == x && r.Y == y {
+			got[r.Metric] = r
+		}
+	}
+	for _, m := range []string{"recv_100ms", "recv_300ms", "recv_1s", "recv_2s", "goodput", "retrans"} {
+		if _, ok := got[m]; !ok {
+			t.Errorf("no rule compares %s with %s on %s", x, y, m)
+		}
+	}
+	if got["goodput"].Ceiling != 1 {
+		t.Errorf("%s vs %s on goodput: ceiling %g%%, want 1%%", x, y, got["goodput"].Ceiling)
+	}
+}
+
+// TestDefaultRulesAlwaysSayALineAboutLinux: on the default bench, with the
+// kernel's rows rejected for a late emulator, the verdict still has lines
+// about Linux, NOT JUDGED with the rejection and its lateness.
+func TestDefaultRulesAlwaysSayALineAboutLinux(t *testing.T) {
+	var rs []Row
+	for _, arm := range []string{"gVisor", "A", "B", "P", "A", "B", "P", "gVisor"} {
+		tb := "virtual"
+		if arm == "gVisor" {
+			tb = "real"
+		}
+		rs = append(rs, Row{Arm: arm, Timebase: tb, Values: map[string]float64{"goodput": 100, "recv_1s": 30}})
+	}
+	why := "row 1 rejected: its real-time emulator ran late (p99 0.900 ms > 0.500 ms); wire lateness p50 0.020 ms, p99 0.900 ms, max 4.000 ms (9000 frames)"
+	n := 0
+	for _, v := range Judge(mustParse(t, DefaultRules), rs, map[string]string{"Linux": why}) {
+		if v.Rule.Y != "Linux" {
+			continue
+		}
+		n++
+		if v.Status != NotJudged || !strings.Contains(v.Detail, why) {
+			t.Errorf("%v", v)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no verdict about Linux")
 	}
 }
 
@@ -213,6 +265,9 @@ func TestParityRulesParse(t *testing.T) {
 		if !ok || x.Kind != AtLeastSlowest || x.X != "B" || x.Tolerance != 0 || x.Metric != "goodput" {
 			t.Errorf("parity rule %s: %+v", n, x)
 		}
+	}
+	for _, y := range []string{"Linux-cubic", "Linux-bbr"} {
+		checkComparesEveryMark(t, r, "B", y)
 	}
 }
 
@@ -235,5 +290,221 @@ func TestRerunLateLineIsParsedStrictly(t *testing.T) {
 	}
 	if f, err := ParseFile("parity.rules", ParityRules); err != nil || !f.RerunLate {
 		t.Errorf("parity rules: rerun-late %v, %v", f.RerunLate, err)
+	}
+}
+
+// cmpRows interleaves B's and Linux's rows in run order, each with the path's
+// line rate lr.
+func cmpRows(metric string, b, linux []float64, lr float64) []Row {
+	var out []Row
+	for i := 0; i < max(len(b), len(linux)); i++ {
+		if i < len(linux) {
+			out = append(out, Row{Arm: "Linux", Timebase: "real", LineRate: lr, Values: map[string]float64{metric: linux[i]}})
+		}
+		if i < len(b) {
+			out = append(out, Row{Arm: "B", Timebase: "real", LineRate: lr, Values: map[string]float64{metric: b[i]}})
+		}
+	}
+	return out
+}
+
+// TestCompareIsAheadOnlyBeyondTheMargin: AHEAD only when B's worst row beats
+// Linux's best by more than the margin (the larger spread), BEHIND only when
+// Linux's worst beats B's best by more; a lead exactly the margin, or a
+// quarter less, is TIED; a quarter more is not. Retransmitted bytes turn it
+// round: fewer is better.
+func TestCompareIsAheadOnlyBeyondTheMargin(t *testing.T) {
+	goodput := mustParse(t, "c: B vs Linux on goodput, margin spread")
+	retrans := mustParse(t, "c: B vs Linux on retrans, margin spread")
+	linux := []float64{5, 6} // spread 1; B's rows below spread 1 too: margin 1
+	cases := []struct {
+		name   string
+		rules  []Rule
+		b, l   []float64
+		status Status
+		detail string
+	}{
+		{"lead a quarter over the margin", goodput, []float64{7.25, 8.25}, linux, Ahead, "B's worst row 7.25 beats Linux's best 6.00 by 1.25 MB/s, more than the margin 1.00 MB/s"},
+		{"lead exactly the margin", goodput, []float64{7, 8}, linux, Tied, "B's worst row 7.00 beats Linux's best 6.00 by 1.00 MB/s, not more than the margin 1.00 MB/s"},
+		{"lead a quarter under the margin", goodput, []float64{6.75, 7.75}, linux, Tied, "by 0.75 MB/s, not more than the margin 1.00"},
+		{"rows overlap", goodput, []float64{5.5, 6.5}, linux, Tied, "neither arm's worst row beats the other's best"},
+		{"trail a quarter over the margin", goodput, []float64{2.75, 3.75}, linux, Behind, "Linux's worst row 5.00 beats B's best 3.75 by 1.25 MB/s, more than the margin 1.00"},
+		{"trail exactly the margin", goodput, []float64{3, 4}, linux, Tied, "Linux's worst row 5.00 beats B's best 4.00 by 1.00 MB/s, not more than"},
+		{"trail a quarter under the margin", goodput, []float64{3.25, 4.25}, linux, Tied, "by 0.75 MB/s, not more than"},
+		{"fewer retransmitted bytes, beyond the margin", retrans, []float64{175, 275}, []float64{400, 500}, Ahead, "B's worst row 275 beats Linux's best 400 by 125 bytes, more than the margin 100 bytes"},
+		{"fewer retransmitted bytes, exactly the margin", retrans, []float64{200, 300}, []float64{400, 500}, Tied, "by 100 bytes, not more than the margin 100"},
+		{"more retransmitted bytes, beyond the margin", retrans, []float64{525, 625}, []float64{300, 400}, Behind, "Linux's worst row 400 beats B's best 525 by 125 bytes, more than"},
+		{"more retransmitted bytes, exactly the margin", retrans, []float64{500, 600}, []float64{300, 400}, Tied, "by 100 bytes, not more than"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := Judge(c.rules, cmpRows(c.rules[0].Metric, c.b, c.l, 0), nil)
+			if v[0].Status != c.status || !strings.Contains(v[0].Detail, c.detail) {
+				t.Fatalf("B %v, Linux %v: got %v\nwant %v containing %q", c.b, c.l, v[0], c.status, c.detail)
+			}
+		})
+	}
+}
+
+// TestCompareMarginIsTheLargerSpreadOfEitherArm: the margin is what either
+// arm varies by between its own rows, whichever varies more; rows that
+// repeat exactly give a margin of 0, so any lead counts.
+func TestCompareMarginIsTheLargerSpreadOfEitherArm(t *testing.T) {
+	r := mustParse(t, "c: B vs Linux on recv_1s, margin spread")
+	for _, c := range []struct {
+		name   string
+		b, l   []float64
+		status Status
+		margin string
+	}{
+		// B varies by 0.5, Linux by 3: a lead of 2 is inside Linux's spread.
+		{"Linux varies more", []float64{10, 10.5, 10.25}, []float64{5, 8, 6}, Tied, "margin 3.00 MB (spread: B 0.50, Linux 3.00)"},
+		// B varies by 4: its lead of 3.5 over Linux is inside its own spread.
+		{"B varies more", []float64{9, 13}, []float64{5, 5.5}, Tied, "margin 4.00 MB (spread: B 4.00, Linux 0.50)"},
+		{"B varies more, lead beyond it", []float64{9, 13}, []float64{4.5, 4.75}, Ahead, "margin 4.00 MB (spread: B 4.00, Linux 0.25)"},
+		{"rows that repeat exactly", []float64{7, 7}, []float64{6.5, 6.5}, Ahead, "by 0.50 MB, more than the margin 0.00 MB"},
+	} {
+		v := Judge(r, cmpRows("recv_1s", c.b, c.l, 0), nil)
+		if v[0].Status != c.status || !strings.Contains(v[0].Detail, c.margin) {
+			t.Errorf("%s: got %v\nwant %v containing %q", c.name, v[0], c.status, c.margin)
+		}
+	}
+	// A difference the table's three digits hide is printed with its digits.
+	v := Judge(r, cmpRows("recv_1s", []float64{2.34995, 2.34995}, []float64{2.35, 2.35}, 0), nil)
+	if v[0].Status != Behind || !strings.Contains(v[0].Detail, "by 0.000050 MB, more than the margin 0.000000 MB") {
+		t.Errorf("a hidden difference: %v", v[0])
+	}
+}
+
+// TestCeilingTiesOnlyWhenBothArmsAreAtTheLineRate: two arms whose every row
+// is within x% of the path's line rate tie on goodput, whatever their
+// spread says; one arm below the floor, or a path whose rate is not known,
+// leaves the spread's verdict.
+func TestCeilingTiesOnlyWhenBothArmsAreAtTheLineRate(t *testing.T) {
+	r := mustParse(t, "c: B vs Linux on goodput, margin spread, ceiling 1% of line rate")
+	linux := []float64{99.75, 99.875} // spread 0.125
+	for _, c := range []struct {
+		name   string
+		b      []float64
+		lr     float64
+		status Status
+		detail string
+	}{
+		{"both at the line rate", []float64{99.25, 99.375}, 100, Tied, "every row of both within 1% of the path's line rate 100.00 MB/s (slowest 99.25, floor 99.00): TIED at the line rate"},
+		{"B's slowest row exactly at the floor", []float64{99, 99.125}, 100, Tied, "TIED at the line rate"},
+		{"B's slowest row below the floor", []float64{98.875, 99.125}, 100, Behind, "not both within 1% of the path's line rate"},
+		{"line rate unknown", []float64{99.25, 99.375}, 0, Behind, "the path's line rate is not known, so no ceiling applies"},
+	} {
+		v := Judge(r, cmpRows("goodput", c.b, linux, c.lr), nil)
+		if v[0].Status != c.status || !strings.Contains(v[0].Detail, c.detail) {
+			t.Errorf("%s: got %v\nwant %v containing %q", c.name, v[0], c.status, c.detail)
+		}
+	}
+}
+
+// TestCompareIsNotJudgedWithoutUsableRows: an arm whose rows were rejected
+// (its emulator ran late) leaves its comparisons NOT JUDGED with the reason
+// and the lateness figures the runner gives; so do one row an arm (no
+// spread), a mark the run did not reach, and rows of two time bases.
+func TestCompareIsNotJudgedWithoutUsableRows(t *testing.T) {
+	r := mustParse(t, "c: B vs Linux on goodput recv_2s, margin spread")
+	late := "row 1 rejected: its real-time emulator ran late (p99 2.000 ms > 0.500 ms), wire lateness p50 0.010 ms, p99 2.000 ms, max 3.000 ms (100 frames)"
+	v := Judge(r, cmpRows("goodput", []float64{1, 2}, nil, 0), map[string]string{"Linux": late})
+	for _, x := range v {
+		if x.Status != NotJudged || !strings.Contains(x.Detail, "arm Linux: "+late) {
+			t.Errorf("rejected rows: %v", x)
+		}
+	}
+	v = Judge(r[:1], cmpRows("goodput", []float64{1, 2}, []float64{3}, 0), nil)
+	if v[0].Status != NotJudged || !strings.Contains(v[0].Detail, "margin spread needs two rows of each arm: B has 2, Linux 1") {
+		t.Errorf("one Linux row: %v", v[0])
+	}
+	v = Judge(r[1:], cmpRows("goodput", []float64{1, 2}, []float64{3, 4}, 0), nil)
+	if v[0].Status != NotJudged || !strings.Contains(v[0].Detail, "recv_2s not measured in 2 row(s) of arm B (a connection ended before that mark") {
+		t.Errorf("a mark not reached: %v", v[0])
+	}
+	rs := cmpRows("goodput", []float64{1, 2}, []float64{3, 4}, 0)
+	for i := range rs {
+		if rs[i].Arm == "B" {
+			rs[i].Timebase = "virtual"
+		}
+	}
+	if v := Judge(r[:1], rs, nil); v[0].Status != NotJudged || !strings.Contains(v[0].Detail, "B ran in virtual time, Linux in real time") {
+		t.Errorf("two time bases: %v", v[0])
+	}
+	// The weightier reason is told: no rows at all, then two time bases,
+	// before a mark some rows did not reach.
+	if v := Judge(r[1:], rs, nil); v[0].Status != NotJudged || !strings.Contains(v[0].Detail, "B ran in virtual time, Linux in real time") {
+		t.Errorf("two time bases and recv_2s not measured: %v", v[0])
+	}
+	if v := Judge(r[1:], cmpRows("goodput", []float64{1, 2}, nil, 0), nil); v[0].Status != NotJudged || v[0].Detail != "arm Linux has no rows" {
+		t.Errorf("no Linux rows and recv_2s not measured: %v", v[0])
+	}
+}
+
+// TestCompareRuleLinesParse: several metrics on a line make a rule each,
+// named <name>/<metric>; a bad comparison line is an error naming its line.
+func TestCompareRuleLinesParse(t *testing.T) {
+	r := mustParse(t, "# c\nramp: B vs Linux-cubic on recv_100ms goodput retrans, margin spread, ceiling 0.5% of line rate\n")
+	var got []string
+	for _, x := range r {
+		got = append(got, fmt.Sprintf("%s %v %s %s %s %g", x.Name, x.Kind == Compare, x.X, x.Y, x.Metric, x.Ceiling))
+	}
+	want := "ramp/recv_100ms true B Linux-cubic recv_100ms 0|ramp/goodput true B Linux-cubic goodput 0.5|ramp/retrans true B Linux-cubic retrans 0"
+	if strings.Join(got, "|") != want || r[0].Line != 2 {
+		t.Errorf("parsed %q (line %d), want %q", strings.Join(got, "|"), r[0].Line, want)
+	}
+	if r := mustParse(t, "one: B vs A on goodput, margin spread"); r[0].Name != "one" {
+		t.Errorf("one metric: named %q, want \"one\"", r[0].Name)
+	}
+	for text, want := range map[string]string{
+		"# x\nc: B vs Linux on goodput\n":                                                          "test.rules:2: no margin",
+		"c: B vs Linux on goodput, margin 3\n":                                                     "test.rules:1: margin \"3\"",
+		"c: B vs Linux on goodput, margin spread, margin spread\n":                                 "test.rules:1: margin given twice",
+		"c: B vs Linux on goodput, margin spread, ceiling 2% of line rate\n":                       "test.rules:1: ceiling \"2%\"",
+		"c: B vs Linux on goodput, margin spread, ceiling 0% of line rate\n":                       "test.rules:1: ceiling \"0%\"",
+		"c: B vs Linux on recv_1s, margin spread, ceiling 1% of line rate\n":                       "test.rules:1: a line-rate ceiling ties goodput",
+		"c: B vs Linux on speed, margin spread\n":                                                  "test.rules:1: unknown metric \"speed\"",
+		"c: B vs Linux on goodput goodput, margin spread\n":                                        "test.rules:1: metric goodput named twice",
+		"c: B vs B on goodput, margin spread\n":                                                    "test.rules:1: compares arm B with itself",
+		"c: B vs Linux goodput, margin spread\n":                                                   "test.rules:1: want \"X vs Y on",
+		"c: B vs Linux on goodput, margin spread, p <= 0.05\n":                                     "test.rules:1: option \"p <= 0.05\"",
+		"c/goodput: B > A on goodput in every pair\nc: B vs A on goodput recv_1s, margin spread\n": "test.rules:2: rule name \"c/goodput\" already used on line 1",
+	} {
+		_, err := Parse("test.rules", text)
+		if !errors.Is(err, ErrParse) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an ErrParse containing %q", text, err, want)
+		}
+	}
+}
+
+// TestLinesMergeOnlyALineSharedNotJudgedReason: a comparison line's metrics
+// NOT JUDGED for one reason print once, naming them; judged metrics, and
+// another reason, print each on its own line; Standings lists every metric.
+func TestLinesMergeOnlyALineSharedNotJudgedReason(t *testing.T) {
+	r := mustParse(t, "c: B vs Linux on recv_1s recv_2s goodput, margin spread\nd: B vs A on goodput recv_1s, margin spread")
+	rs := cmpRows("goodput", []float64{1, 2}, []float64{5, 6}, 0)
+	for i := range rs {
+		rs[i].Values["recv_1s"] = 3
+	}
+	got := Lines(Judge(r, rs, nil))
+	want := []string{
+		"c/recv_1s: TIED: ",
+		"c/recv_2s: NOT JUDGED: recv_2s not measured in 2 row(s) of arm B",
+		"c/goodput: BEHIND: ",
+		"d on goodput, recv_1s: NOT JUDGED: arm A has no rows",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("lines %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d: %q, want it to start %q", i, got[i], want[i])
+		}
+	}
+	st := Standings(Judge(r, rs, nil))
+	if len(st) != 2 || st[0].String() != "B vs Linux: recv_1s TIED, recv_2s NOT JUDGED, goodput BEHIND" || st[1].Name != "d" ||
+		st[1].String() != "B vs A: NOT JUDGED on every metric" {
+		t.Errorf("standings %v", st)
 	}
 }

@@ -120,7 +120,28 @@ func (r Row) Metrics() map[string]float64 {
 			m[MarkMetrics[i]] = v
 		}
 	}
+	if v, ok := r.Retransmitted(); ok {
+		m["retrans"] = v
+	}
 	return m
+}
+
+// Retransmitted is the row's mean bytes retransmitted per connection
+// (tcp.retransmitted.bytes), and whether every connection counted them: the
+// kernel's and gVisor's rows count retransmitted segments only.
+func (r Row) Retransmitted() (float64, bool) {
+	if len(r.Conns) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, c := range r.Conns {
+		v, ok := c.Counters["tcp.retransmitted.bytes"]
+		if !ok {
+			return 0, false
+		}
+		sum += float64(v)
+	}
+	return sum / float64(len(r.Conns)), true
 }
 
 // MarkMetrics names the metrics of osbench.DefaultMarks, in order.

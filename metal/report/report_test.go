@@ -84,3 +84,25 @@ func TestPlotWritesPNGAndSVG(t *testing.T) {
 		t.Fatalf("svg: %v", err)
 	}
 }
+
+// TestRetransmittedIsTheMeanOfConnectionsThatAllCountIt: the retrans metric
+// is the row's mean retransmitted bytes per connection, and absent when any
+// connection did not count them (the kernel's rows count segments).
+func TestRetransmittedIsTheMeanOfConnectionsThatAllCountIt(t *testing.T) {
+	c := func(n uint64, counted bool) Conn {
+		k := conn("B", 10, 100*time.Millisecond)
+		k.Counters = map[string]uint64{"tcp.rto": 1}
+		if counted {
+			k.Counters["tcp.retransmitted.bytes"] = n
+		}
+		return k
+	}
+	r := Row{Arm: "B", Conns: []Conn{c(1000, true), c(4000, true)}}
+	if v, ok := r.Metrics()["retrans"]; !ok || v != 2500 {
+		t.Errorf("retrans = %v, %v; want 2500 (the mean)", v, ok)
+	}
+	r.Conns = append(r.Conns, c(0, false))
+	if v, ok := r.Metrics()["retrans"]; ok {
+		t.Errorf("a connection without the counter, yet retrans = %v", v)
+	}
+}
