@@ -200,6 +200,16 @@ type CPUResult struct {
 	// every round's; P50 and P99 are its percentiles (nearest rank).
 	Done     []time.Duration
 	P50, P99 time.Duration
+	// OpenCPU is the CPU of opening the connections (dial, handshake,
+	// accept), summed over the rounds, which CPU leaves out; OpenPerConn
+	// is it per connection opened.
+	OpenCPU     time.Duration
+	OpenPerConn time.Duration
+	// RTOs is the retransmission timeouts of both stacks during the data
+	// (ours: tcp.rto; gVisor's: its Timeouts statistic), summed over the
+	// rounds: under a load that delays ACKs past the RTO, spurious ones.
+	RTOs      uint64
+	RTOsPerMB float64
 }
 
 // add sums one round's figures, x, into the row's result.
@@ -222,6 +232,8 @@ func (r *CPUResult) add(x CPUResult) {
 	r.RoundCPU = append(r.RoundCPU, x.CPU)
 	r.HeapBytes += x.HeapBytes
 	r.Ends += x.Ends
+	r.OpenCPU += x.OpenCPU
+	r.RTOs += x.RTOs
 	// control:bench-cpu-conns-row-keeps-last-round
 	r.Done = append(r.Done, x.Done...)
 	r.rates()
@@ -234,8 +246,10 @@ func (r *CPUResult) rates() {
 	r.CPUSecPerGB = r.CPU.Seconds() / (mb / 1e3)
 	r.AllocsPerMB = float64(r.Allocs) / mb
 	r.PacketsPerMB = float64(r.Packets) / mb
+	r.RTOsPerMB = float64(r.RTOs) / mb
 	if r.Ends > 0 {
 		r.HeapPerEnd = float64(r.HeapBytes) / float64(r.Ends)
+		r.OpenPerConn = r.OpenCPU / time.Duration(r.Ends/2)
 	}
 	r.P50, r.P99 = percentile(r.Done, 50), percentile(r.Done, 99)
 }
@@ -412,11 +426,11 @@ func transferAs(ctx context.Context, name string, sp transferSpec) (r CPUResult,
 // listener's accept queue (4096), so no SYN waits for a retransmission.
 const CPUDialers = 64
 
-// cpuTransfer opens sp.Conns connections from one stack to the other, then
-// measures the live heap they hold (the GC that takes uncounted), then has
+// cpuTransfer opens sp.Conns connections from one stack to the other (its
+// CPU the result's OpenCPU), measures the live heap they hold, then has
 // every connection write its share of sp.Bytes and close, all at once, and
-// its sink drain it. The CPU and wall time run from the first dial to the
-// last sink's end, less the heap's measurement.
+// its sink drain it. The other figures count from the writers' start to the
+// last sink's end: the bytes' cost, apart from the connections' opening.
 func cpuTransfer(ctx context.Context, sp transferSpec) (CPUResult, error) {
 	name := "netramp"
 	if sp.GVisor {
@@ -496,12 +510,14 @@ func cpuTransfer(ctx context.Context, sp transferSpec) (CPUResult, error) {
 	}
 	acks := sum("tcp.acks.sent.", func(string) bool { return true })
 	sends := sum("tcp.", func(n string) bool { return strings.HasPrefix(n, "gso.") || strings.HasPrefix(n, "stops.") })
+	rtos := func() uint64 {
+		if sp.GVisor {
+			return src.Gvisor().Stats().TCP.Timeouts.Value() + dst.Gvisor().Stats().TCP.Timeouts.Value()
+		}
+		return src.Counters().Snapshot()["tcp.rto"] + dst.Counters().Snapshot()["tcp.rto"]
+	}
 	heap0 := vtest.LiveHeap()
-	pk0, acks0, sends0 := ipSent(), acks(), sends()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	cpu0 := processCPU()
-	start := time.Now()
+	open0 := processCPU()
 
 	// Open every connection, CPUDialers at a time.
 	next := make(chan int)
@@ -547,9 +563,15 @@ func cpuTransfer(ctx context.Context, sp transferSpec) (CPUResult, error) {
 
 	// The heap with every connection open and idle, the measurement's own
 	// CPU and time left out.
-	cpuPaused, paused := processCPU(), time.Now()
+	openCPU := processCPU() - open0
 	heap1 := vtest.LiveHeap()
-	pauseCPU, pause := processCPU()-cpuPaused, time.Since(paused)
+
+	// The data: every connection writes its share at once and closes; the
+	// figures count from here.
+	pk0, acks0, sends0, rto0 := ipSent(), acks(), sends(), rtos()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu0 := processCPU()
 
 	share := shares(n, conns)
 	done := make([]time.Duration, conns)
@@ -582,8 +604,8 @@ func cpuTransfer(ctx context.Context, sp transferSpec) (CPUResult, error) {
 	case <-time.After(5 * time.Minute):
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: the sinks did not finish", name)
 	}
-	wall := time.Since(start) - pause
-	cpu := processCPU() - cpu0 - pauseCPU
+	wall := time.Since(go0)
+	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&m1)
 	select {
 	case err := <-errs:
@@ -602,7 +624,7 @@ func cpuTransfer(ctx context.Context, sp transferSpec) (CPUResult, error) {
 		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived over %d connections", name, received, n, conns)
 	}
 	r := CPUResult{TCP: name, MTU: mtu, Link: link, Conns: conns, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs,
-		Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0), Ends: 2 * conns, Done: done}
+		Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0), Ends: 2 * conns, Done: done, OpenCPU: openCPU, RTOs: rtos() - rto0}
 	if heap1 > heap0 {
 		r.HeapBytes = heap1 - heap0
 	}
@@ -655,7 +677,7 @@ func send(w io.Writer, n int64) error {
 // its CPU per GB at the fewest.
 func WriteCPU(w io.Writer, rs []CPUResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cores\tMTU\tconns\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\tpackets per MB\theap KiB/end\tp50 done\tp99 done\twall\tCPU")
+	fmt.Fprintln(tw, "cores\tMTU\tconns\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\tpackets per MB\tRTOs per MB\theap KiB/end\topen CPU/conn\tp50 done\tp99 done\twall\tCPU")
 	type key struct {
 		procs int
 		mtu   uint32
@@ -671,15 +693,16 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 			keys = append(keys, k)
 		}
 		by[k][r.TCP] = r
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.Link), r.Conns, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
-			r.HeapPerEnd/1024, doneLabel(r.P50), doneLabel(r.P99), r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%.3g\t%.1f\t%s\t%s\t%s\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.Link), r.Conns, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
+			r.RTOsPerMB, r.HeapPerEnd/1024, r.OpenPerConn.Round(time.Microsecond), doneLabel(r.P50), doneLabel(r.P99), r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
 	}
 	for _, k := range keys {
 		a, okA := by[k]["netramp"]
 		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\t%s\t%d\tnetramp/gVisor\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.link), k.conns, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB),
-				ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB), ratio(a.HeapPerEnd, b.HeapPerEnd), ratio(a.P50.Seconds(), b.P50.Seconds()), ratio(a.P99.Seconds(), b.P99.Seconds()))
+			fmt.Fprintf(tw, "%d\t%s\t%d\tnetramp/gVisor\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.link), k.conns, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB),
+				ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB), ratio(a.RTOsPerMB, b.RTOsPerMB), ratio(a.HeapPerEnd, b.HeapPerEnd), ratio(a.OpenPerConn.Seconds(), b.OpenPerConn.Seconds()),
+				ratio(a.P50.Seconds(), b.P50.Seconds()), ratio(a.P99.Seconds(), b.P99.Seconds()))
 		}
 	}
 	if err := tw.Flush(); err != nil {

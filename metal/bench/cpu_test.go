@@ -295,8 +295,8 @@ func TestCPUConnsRowsComeFromTheRounds(t *testing.T) {
 	for _, line := range strings.Split(b.String(), "\n") {
 		if f := strings.Fields(line); len(f) > 4 && f[3] == "netramp/gVisor" {
 			ratios++
-			// MB/s, CPU, allocs, packets, heap, p50, p99
-			if f[5] != "0.50x" || f[8] != "1.00x" {
+			// MB/s, CPU, allocs, packets, RTOs, heap, open, p50, p99
+			if f[5] != "0.50x" || f[9] != "1.00x" {
 				t.Errorf("ratio line %q: want CPU 0.50x, heap 1.00x", line)
 			}
 		}
