@@ -322,7 +322,7 @@ func (e *endpoint) readinessLocked() waiter.EventMask {
 	case StateInitial, StateBound:
 		r |= waiter.EventHUp
 	case StateListen:
-		if e.lst != nil && len(e.lst.accept) > 0 {
+		if e.lst != nil && e.lst.accept.len() > 0 {
 			r |= waiter.ReadableEvents
 		}
 	case StateClosed:

@@ -18,8 +18,47 @@ import (
 // listener holds a listening endpoint's queues.
 type listener struct {
 	backlog int
-	accept  []*endpoint // established, not yet accepted
+	accept  acceptQueue // established, not yet accepted
 	syn     synQueue    // half-open (synqueue.go)
+}
+
+// acceptQueue is the established connections not yet accepted, oldest
+// first. Accept takes the oldest without moving the others: shifting the
+// slice down by one, as it did, moved every waiting connection on each
+// Accept, a walk of up to the backlog (4096) per connection accepted. The
+// taken slots are reclaimed when as many are taken as wait, so each waiting
+// connection is moved at most once per Accept that made room for it.
+type acceptQueue struct {
+	q    []*endpoint
+	head int // q[head:] wait
+}
+
+func (a *acceptQueue) len() int { return len(a.q) - a.head }
+
+func (a *acceptQueue) push(c *endpoint) { a.q = append(a.q, c) }
+
+// pop takes the oldest; the queue is not empty.
+func (a *acceptQueue) pop() *endpoint {
+	c := a.q[a.head]
+	a.q[a.head] = nil
+	// control:tcp-accept-queue-shifts
+	a.head++
+	switch n := a.len(); {
+	case n == 0:
+		a.q, a.head = a.q[:0], 0
+	case a.head >= n:
+		copy(a.q, a.q[a.head:])
+		clear(a.q[n:])
+		a.q, a.head = a.q[:n], 0
+	}
+	return c
+}
+
+// take empties the queue and returns what waited, oldest first.
+func (a *acceptQueue) take() []*endpoint {
+	w := a.q[a.head:]
+	*a = acceptQueue{}
+	return w
 }
 
 // maxSynQueue bounds half-open connections; beyond it SYNs are answered
@@ -29,7 +68,7 @@ func (l *listener) maxSynQueue() int { return max(l.backlog, 8) }
 // acceptFull reports, and counts, a handshake that finds no room in the
 // accept queue.
 func (e *endpoint) acceptFull() bool {
-	if len(e.lst.accept) < e.lst.backlog {
+	if e.lst.accept.len() < e.lst.backlog {
 		return false
 	}
 	e.p.st.dropAcceptFull.Inc()
@@ -72,13 +111,10 @@ func (e *endpoint) Accept(peerAddr *tcpip.FullAddress) (tcpip.Endpoint, *waiter.
 	if e.state != StateListen {
 		return nil, nil, &tcpip.ErrInvalidEndpointState{}
 	}
-	if len(e.lst.accept) == 0 {
+	if e.lst.accept.len() == 0 {
 		return nil, nil, &tcpip.ErrWouldBlock{}
 	}
-	c := e.lst.accept[0]
-	copy(e.lst.accept, e.lst.accept[1:])
-	e.lst.accept[len(e.lst.accept)-1] = nil
-	e.lst.accept = e.lst.accept[:len(e.lst.accept)-1]
+	c := e.lst.accept.pop()
 	if peerAddr != nil {
 		*peerAddr = tcpip.FullAddress{Addr: c.id.RemoteAddress, Port: c.id.RemotePort, NIC: c.nicID}
 	}
@@ -252,7 +288,7 @@ func (e *endpoint) establish(id stack.TransportEndpointID, pkt *stack.PacketBuff
 	c.sndWnd = uint64(s.wnd) << c.sndWS
 	c.maxSndWnd = c.sndWnd
 	c.sndWL1, c.sndWL2 = 1, 1
-	e.lst.accept = append(e.lst.accept, c)
+	e.lst.accept.push(c)
 	e.notify |= waiterReadable
 	c.handleSegment(s) // its data, if any
 	c.mu.Unlock()
@@ -266,8 +302,7 @@ func (e *endpoint) closeListenerLocked() {
 	if e.lst == nil {
 		return
 	}
-	kids := e.lst.accept
-	e.lst.accept = nil
+	kids := e.lst.accept.take()
 	q := &e.lst.syn
 	now := e.now()
 	for _, r := range q.order {

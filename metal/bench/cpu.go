@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic/gso"
 	"github.com/netramp/netramp/stack"
+	"github.com/netramp/netramp/stack/vtest"
 )
 
 // CPUConfig sizes the CPU benchmark: one bulk transfer per TCP and MTU
@@ -42,7 +44,17 @@ type CPUConfig struct {
 	Rounds int
 	// Sink is how each transfer's receiver reads (default SinkCopy).
 	Sink Sink
+	// Conns lists the connections each row's transfers spread their bytes
+	// over, a set of rows for each (default: 1). All of a transfer's
+	// connections are open at once between the same two stacks, each
+	// carrying its share of the round's bytes, all writing at once.
+	Conns []int
 }
+
+// MaxCPUConns bounds CPUConfig.Conns: the dialer's connections share one
+// address, and gVisor's ephemeral ports (16000 to 65535) must hold them.
+// A round's bytes (MinRoundBytes at least) give each of them one or more.
+const MaxCPUConns = 40_000
 
 // Sink is how a CPU transfer's receiver reads the connection.
 type Sink uint8
@@ -174,12 +186,36 @@ type CPUResult struct {
 	// RoundCPU is the CPU of each round's transfer, in round order; the
 	// other fields sum (or, per byte, average over) every round.
 	RoundCPU []time.Duration
+	// Conns is the connections each transfer spread its bytes over.
+	Conns int
+	// HeapBytes is the live heap the connections added, measured with all
+	// of a transfer's connections open and idle, before the data (summed
+	// over the rounds); Ends the connection ends it was measured over, two
+	// a connection; HeapPerEnd the one over the other.
+	HeapBytes  uint64
+	Ends       int
+	HeapPerEnd float64
+	// Done is each connection's completion time, from the moment the
+	// writers start (every connection open) to its sink's end of stream,
+	// every round's; P50 and P99 are its percentiles (nearest rank).
+	Done     []time.Duration
+	P50, P99 time.Duration
+	// OpenCPU is the CPU of opening the connections (dial, handshake,
+	// accept), summed over the rounds, which CPU leaves out; OpenPerConn
+	// is it per connection opened.
+	OpenCPU     time.Duration
+	OpenPerConn time.Duration
+	// RTOs is the retransmission timeouts of both stacks during the data
+	// (ours: tcp.rto; gVisor's: its Timeouts statistic), summed over the
+	// rounds: under a load that delays ACKs past the RTO, spurious ones.
+	RTOs      uint64
+	RTOsPerMB float64
 }
 
 // add sums one round's figures, x, into the row's result.
 func (r *CPUResult) add(x CPUResult) {
 	if r.TCP == "" {
-		r.TCP, r.MTU, r.Link, r.Acks, r.Sends = x.TCP, x.MTU, x.Link, counters.Snapshot{}, counters.Snapshot{}
+		r.TCP, r.MTU, r.Link, r.Conns, r.Acks, r.Sends = x.TCP, x.MTU, x.Link, x.Conns, counters.Snapshot{}, counters.Snapshot{}
 	}
 	// control:bench-cpu-row-keeps-last-round
 	r.Bytes += x.Bytes
@@ -194,6 +230,12 @@ func (r *CPUResult) add(x CPUResult) {
 		r.Sends[k] += v
 	}
 	r.RoundCPU = append(r.RoundCPU, x.CPU)
+	r.HeapBytes += x.HeapBytes
+	r.Ends += x.Ends
+	r.OpenCPU += x.OpenCPU
+	r.RTOs += x.RTOs
+	// control:bench-cpu-conns-row-keeps-last-round
+	r.Done = append(r.Done, x.Done...)
 	r.rates()
 }
 
@@ -204,6 +246,39 @@ func (r *CPUResult) rates() {
 	r.CPUSecPerGB = r.CPU.Seconds() / (mb / 1e3)
 	r.AllocsPerMB = float64(r.Allocs) / mb
 	r.PacketsPerMB = float64(r.Packets) / mb
+	r.RTOsPerMB = float64(r.RTOs) / mb
+	if r.Ends > 0 {
+		r.HeapPerEnd = float64(r.HeapBytes) / float64(r.Ends)
+		r.OpenPerConn = r.OpenCPU / time.Duration(r.Ends/2)
+	}
+	r.P50, r.P99 = percentile(r.Done, 50), percentile(r.Done, 99)
+}
+
+// percentile is the p-th percentile of ds by nearest rank: the smallest
+// value at least p percent of ds are at or below; 0 for none.
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	// control:bench-cpu-percentile-rank
+	k := (len(s)*p + 99) / 100 // ceil(p% of n), the rank counted from 1
+	return s[max(k, 1)-1]
+}
+
+// shares splits n bytes over conns connections: n/conns each, the first
+// n%conns one more, so they sum to n.
+func shares(n int64, conns int) []int64 {
+	out := make([]int64, conns)
+	for i := range out {
+		out[i] = n / int64(conns)
+		// control:bench-cpu-conns-remainder-dropped
+		if int64(i) < n%int64(conns) {
+			out[i]++
+		}
+	}
+	return out
 }
 
 // CPU runs, for each GOMAXPROCS, MTU and link kind, this TCP and gVisor's
@@ -242,6 +317,15 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 			return nil, fmt.Errorf("bench: cpu: TCP %q is not one of %s", t, strings.Join(cpuTCPs, ", "))
 		}
 	}
+	conns := cfg.Conns
+	if len(conns) == 0 {
+		conns = []int{1}
+	}
+	for _, n := range conns {
+		if n < 1 || n > MaxCPUConns {
+			return nil, fmt.Errorf("bench: cpu: Conns %d is not in [1, %d]", n, MaxCPUConns)
+		}
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var out []CPUResult
 	for _, p := range procs {
@@ -251,57 +335,71 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		runtime.GOMAXPROCS(p)
 		for _, mtu := range cfg.MTUs {
 			for _, link := range links {
-				// One unmeasured transfer of each TCP first: whichever ran
-				// first in a row paid for the process's heap and pools
-				// growing to the row's packet sizes (a 250 MB transfer at
-				// MTU 1500 over GRO: 0.41 CPU-s/GB run first, 0.32 after
-				// another), and that was always ours.
-				// control:bench-cpu-no-warm-up
-				for _, name := range cpuTCPs {
-					if !slices.Contains(tcps, name) {
-						continue
-					}
-					if _, err := transferAs(ctx, name, min(cfg.Bytes/int64(rounds), warmBytes), mtu, link, cfg.Sink); err != nil {
-						return out, err
-					}
-				}
-				row := map[string]*CPUResult{}
-				for round := range rounds {
-					order := slices.Clone(cpuTCPs)
-					// control:bench-cpu-rounds-one-order
-					if round%2 == 1 {
-						slices.Reverse(order) // ABBA: drift weighs on both
-					}
-					for _, name := range order {
+				for _, nc := range conns {
+					// One unmeasured transfer of each TCP first: whichever ran
+					// first in a row paid for the process's heap and pools
+					// growing to the row's packet sizes (a 250 MB transfer at
+					// MTU 1500 over GRO: 0.41 CPU-s/GB run first, 0.32 after
+					// another), and that was always ours.
+					// control:bench-cpu-no-warm-up
+					for _, name := range cpuTCPs {
 						if !slices.Contains(tcps, name) {
 							continue
 						}
-						if err := ctx.Err(); err != nil {
+						if _, err := transferAs(ctx, name, transferSpec{Bytes: min(cfg.Bytes/int64(rounds), warmBytes), MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc}); err != nil {
 							return out, err
 						}
-						per := cfg.Bytes / int64(rounds)
-						if round == rounds-1 {
-							per = cfg.Bytes - per*int64(rounds-1)
-						}
-						r, err := transferAs(ctx, name, per, mtu, link, cfg.Sink)
-						if err != nil {
-							return out, err
-						}
-						if row[name] == nil {
-							row[name] = &CPUResult{Procs: p}
-						}
-						row[name].add(r)
 					}
-				}
-				for _, name := range cpuTCPs {
-					if r := row[name]; r != nil {
-						out = append(out, *r)
+					row := map[string]*CPUResult{}
+					for round := range rounds {
+						order := slices.Clone(cpuTCPs)
+						// control:bench-cpu-rounds-one-order
+						if round%2 == 1 {
+							slices.Reverse(order) // ABBA: drift weighs on both
+						}
+						for _, name := range order {
+							if !slices.Contains(tcps, name) {
+								continue
+							}
+							if err := ctx.Err(); err != nil {
+								return out, err
+							}
+							per := cfg.Bytes / int64(rounds)
+							if round == rounds-1 {
+								per = cfg.Bytes - per*int64(rounds-1)
+							}
+							r, err := transferAs(ctx, name, transferSpec{Bytes: per, MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc})
+							if err != nil {
+								return out, err
+							}
+							if row[name] == nil {
+								row[name] = &CPUResult{Procs: p}
+							}
+							row[name].add(r)
+						}
+					}
+					for _, name := range cpuTCPs {
+						if r := row[name]; r != nil {
+							out = append(out, *r)
+						}
 					}
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// transferSpec is one transfer of a CPU row: Bytes over Conns connections
+// of the TCP named (GVisor for gVisor's), at MTU over a link of kind Link,
+// each read by Sink.
+type transferSpec struct {
+	Bytes  int64
+	MTU    uint32
+	GVisor bool
+	Link   Offload
+	Sink   Sink
+	Conns  int
 }
 
 // transfer runs one round's transfer; a variable only so that the tests can
@@ -314,20 +412,31 @@ var transfer = cpuTransfer
 // pprof -tagfocus tcp=netramp. Both then are profiled in the same process
 // and rounds, where profiles of one TCP a run each fall at different
 // moments of the machine's drift.
-func transferAs(ctx context.Context, name string, n int64, mtu uint32, link Offload, sink Sink) (r CPUResult, err error) {
+func transferAs(ctx context.Context, name string, sp transferSpec) (r CPUResult, err error) {
 	// control:bench-cpu-unlabelled
 	pprof.Do(ctx, pprof.Labels("tcp", name), func(ctx context.Context) {
+		sp.GVisor = name == "gVisor"
 		// control:bench-cpu-sink-dropped
-		r, err = transfer(ctx, n, mtu, name == "gVisor", link, sink)
+		r, err = transfer(ctx, sp)
 	})
 	return r, err
 }
 
-func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload, sink Sink) (CPUResult, error) {
+// CPUDialers bounds the dials under way at once, well under either
+// listener's accept queue (4096), so no SYN waits for a retransmission.
+const CPUDialers = 64
+
+// cpuTransfer opens sp.Conns connections from one stack to the other (its
+// CPU the result's OpenCPU), measures the live heap they hold, then has
+// every connection write its share of sp.Bytes and close, all at once, and
+// its sink drain it. The other figures count from the writers' start to the
+// last sink's end: the bytes' cost, apart from the connections' opening.
+func cpuTransfer(ctx context.Context, sp transferSpec) (CPUResult, error) {
 	name := "netramp"
-	if gv {
+	if sp.GVisor {
 		name = "gVisor"
 	}
+	n, mtu, link := sp.Bytes, sp.MTU, sp.Link
 	// Both TCPs run over the same links: nic/gso's pipe (which reports each
 	// write of several packets as a delivery burst), offering no GSO for the
 	// plain rows.
@@ -340,12 +449,12 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 		return CPUResult{}, err
 	}
 	var la, lb gstack.LinkEndpoint = a, b
-	src, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: la, Addr: sourcePrefix}}})
+	src, err := stack.New(stack.Options{GVisorTCP: sp.GVisor, NICs: []stack.NIC{{Link: la, Addr: sourcePrefix}}})
 	if err != nil {
 		return CPUResult{}, err
 	}
 	defer src.Close()
-	dst, err := stack.New(stack.Options{GVisorTCP: gv, NICs: []stack.NIC{{Link: lb, Addr: sinkPrefix}}})
+	dst, err := stack.New(stack.Options{GVisorTCP: sp.GVisor, NICs: []stack.NIC{{Link: lb, Addr: sinkPrefix}}})
 	if err != nil {
 		return CPUResult{}, err
 	}
@@ -355,17 +464,33 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 		return CPUResult{}, err
 	}
 	defer ln.Close()
-	got := make(chan error, 1)
-	var received int64
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- err
-			return
+	// control:bench-cpu-conns-one-connection
+	conns := max(sp.Conns, 1)
+	var accepted []net.Conn
+	dialed := make([]net.Conn, conns)
+	defer func() {
+		for _, c := range slices.Concat(accepted, dialed) {
+			if c != nil {
+				c.Close()
+			}
 		}
-		defer c.Close()
-		received, err = drain(c, sink)
-		got <- err
+	}()
+	type acceptance struct {
+		conns []net.Conn
+		err   error
+	}
+	acceptDone := make(chan acceptance, 1)
+	go func() {
+		var a acceptance
+		for len(a.conns) < conns {
+			c, err := ln.Accept()
+			if err != nil {
+				a.err = err
+				break
+			}
+			a.conns = append(a.conns, c)
+		}
+		acceptDone <- a
 	}()
 	ipSent := func() uint64 {
 		return src.Gvisor().Stats().IP.PacketsSent.Value() + dst.Gvisor().Stats().IP.PacketsSent.Value()
@@ -385,37 +510,124 @@ func cpuTransfer(ctx context.Context, n int64, mtu uint32, gv bool, link Offload
 	}
 	acks := sum("tcp.acks.sent.", func(string) bool { return true })
 	sends := sum("tcp.", func(n string) bool { return strings.HasPrefix(n, "gso.") || strings.HasPrefix(n, "stops.") })
-	runtime.GC()
-	pk0, acks0, sends0 := ipSent(), acks(), sends()
+	rtos := func() uint64 {
+		if sp.GVisor {
+			return src.Gvisor().Stats().TCP.Timeouts.Value() + dst.Gvisor().Stats().TCP.Timeouts.Value()
+		}
+		return src.Counters().Snapshot()["tcp.rto"] + dst.Counters().Snapshot()["tcp.rto"]
+	}
+	heap0 := vtest.LiveHeap()
+	open0 := processCPU()
+
+	// Open every connection, CPUDialers at a time.
+	next := make(chan int)
+	dialErrs := make(chan error, CPUDialers)
+	var dials sync.WaitGroup
+	for range min(conns, CPUDialers) {
+		dials.Go(func() {
+			for i := range next {
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				c, err := src.Dial(dctx, netip.AddrPortFrom(sinkPrefix.Addr(), 5202))
+				cancel()
+				if err != nil {
+					dialErrs <- err
+					for range next {
+					}
+					return
+				}
+				dialed[i] = c
+			}
+		})
+	}
+	for i := range conns {
+		next <- i
+	}
+	close(next)
+	dials.Wait()
+	select {
+	case err := <-dialErrs:
+		return CPUResult{}, fmt.Errorf("bench: cpu %s dial: %w", name, err)
+	default:
+	}
+	select {
+	case a := <-acceptDone:
+		accepted = a.conns
+		if a.err != nil {
+			return CPUResult{}, fmt.Errorf("bench: cpu %s accept: %w", name, a.err)
+		}
+	case <-time.After(time.Minute):
+		ln.Close() // ends the Accept under way
+		accepted = (<-acceptDone).conns
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d connections accepted", name, len(accepted), conns)
+	}
+
+	// The heap with every connection open and idle, the measurement's own
+	// CPU and time left out.
+	openCPU := processCPU() - open0
+	heap1 := vtest.LiveHeap()
+
+	// The data: every connection writes its share at once and closes; the
+	// figures count from here.
+	pk0, acks0, sends0, rto0 := ipSent(), acks(), sends(), rtos()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
-	start := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	c, err := src.Dial(dctx, netip.AddrPortFrom(sinkPrefix.Addr(), 5202))
-	cancel()
-	if err != nil {
-		return CPUResult{}, fmt.Errorf("bench: cpu %s dial: %w", name, err)
+
+	share := shares(n, conns)
+	done := make([]time.Duration, conns)
+	got := make([]int64, conns)
+	errs := make(chan error, 2*conns)
+	var wg sync.WaitGroup
+	go0 := time.Now()
+	for i, c := range accepted {
+		wg.Go(func() {
+			k, err := drain(c, sp.Sink)
+			done[i], got[i] = time.Since(go0), k
+			if err != nil {
+				errs <- fmt.Errorf("sink: %w", err)
+			}
+		})
 	}
-	if err := send(c, n); err != nil {
-		return CPUResult{}, fmt.Errorf("bench: cpu %s: %w", name, err)
+	for i, c := range dialed {
+		wg.Go(func() {
+			err := send(c, share[i])
+			c.Close()
+			if err != nil {
+				errs <- err
+			}
+		})
 	}
-	c.Close()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
 	select {
-	case err := <-got:
-		if err != nil {
-			return CPUResult{}, fmt.Errorf("bench: cpu %s sink: %w", name, err)
-		}
+	case <-finished:
 	case <-time.After(5 * time.Minute):
-		return CPUResult{}, fmt.Errorf("bench: cpu %s: the sink did not finish", name)
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: the sinks did not finish", name)
 	}
-	wall := time.Since(start)
+	wall := time.Since(go0)
 	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&m1)
-	if received != n {
-		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived", name, received, n)
+	select {
+	case err := <-errs:
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: %w", name, err)
+	default:
 	}
-	r := CPUResult{TCP: name, MTU: mtu, Link: link, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs, Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0)}
+	// Every byte arrived, each connection's share on its own: the sinks'
+	// counts are the shares, whichever dialed connection each accepted.
+	var received int64
+	for _, k := range got {
+		received += k
+	}
+	slices.Sort(got)
+	slices.Sort(share)
+	if received != n || !slices.Equal(got, share) {
+		return CPUResult{}, fmt.Errorf("bench: cpu %s: %d of %d bytes arrived over %d connections", name, received, n, conns)
+	}
+	r := CPUResult{TCP: name, MTU: mtu, Link: link, Conns: conns, Bytes: n, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs,
+		Packets: ipSent() - pk0, Acks: acks().Diff(acks0), Sends: sends().Diff(sends0), Ends: 2 * conns, Done: done, OpenCPU: openCPU, RTOs: rtos() - rto0}
+	if heap1 > heap0 {
+		r.HeapBytes = heap1 - heap0
+	}
 	r.rates()
 	return r, nil
 }
@@ -440,9 +652,11 @@ func drain(c net.Conn, sink Sink) (int64, error) {
 	}
 }
 
-// send writes n pattern bytes to w.
+// send writes n bytes to w, from one buffer every sender shares (Write
+// only reads it), so the bench's own buffers are not charged per
+// connection.
 func send(w io.Writer, n int64) error {
-	buf := make([]byte, 64<<10)
+	buf := payload[:]
 	for n > 0 {
 		k := int64(len(buf))
 		if n < k {
@@ -458,45 +672,81 @@ func send(w io.Writer, n int64) error {
 }
 
 // WriteCPU prints the results side by side, with a netramp/gVisor ratio
-// line for each GOMAXPROCS and MTU.
+// line for each GOMAXPROCS, MTU and connection count, and, where a row ran
+// at several connection counts, each TCP's CPU per GB at each count over
+// its CPU per GB at the fewest.
 func WriteCPU(w io.Writer, rs []CPUResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cores\tMTU\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\tpackets per MB\twall\tCPU")
+	fmt.Fprintln(tw, "cores\tMTU\tconns\tTCP\tMB/s\tCPU-s per GB\tallocs per MB\tpackets per MB\tRTOs per MB\theap KiB/end\topen CPU/conn\tp50 done\tp99 done\twall\tCPU")
 	type key struct {
 		procs int
 		mtu   uint32
 		link  Offload
+		conns int
 	}
 	by := map[key]map[string]CPUResult{}
 	var keys []key
 	for _, r := range rs {
-		k := key{r.Procs, r.MTU, r.Link}
+		k := key{r.Procs, r.MTU, r.Link, r.Conns}
 		if by[k] == nil {
 			by[k] = map[string]CPUResult{}
 			keys = append(keys, k)
 		}
 		by[k][r.TCP] = r
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
-			r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.0f\t%.2f\t%.0f\t%.0f\t%.3g\t%.1f\t%s\t%s\t%s\t%s\t%s\n", r.Procs, mtuLabel(r.MTU, r.Link), r.Conns, r.TCP, r.MBps, r.CPUSecPerGB, r.AllocsPerMB, r.PacketsPerMB,
+			r.RTOsPerMB, r.HeapPerEnd/1024, r.OpenPerConn.Round(time.Microsecond), doneLabel(r.P50), doneLabel(r.P99), r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
 	}
 	for _, k := range keys {
 		a, okA := by[k]["netramp"]
 		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\t%s\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.link), ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB))
+			fmt.Fprintf(tw, "%d\t%s\t%d\tnetramp/gVisor\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\n", k.procs, mtuLabel(k.mtu, k.link), k.conns, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB),
+				ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(a.PacketsPerMB, b.PacketsPerMB), ratio(a.RTOsPerMB, b.RTOsPerMB), ratio(a.HeapPerEnd, b.HeapPerEnd), ratio(a.OpenPerConn.Seconds(), b.OpenPerConn.Seconds()),
+				ratio(a.P50.Seconds(), b.P50.Seconds()), ratio(a.P99.Seconds(), b.P99.Seconds()))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	label := func(procs int, mtu uint32, link Offload, conns int) string {
+		return fmt.Sprintf("%d core(s), MTU %s, %d conn(s)", procs, mtuLabel(mtu, link), conns)
+	}
 	printed := false
+	// Each TCP's CPU per GB at each connection count over its own at the
+	// fewest, a line per TCP and row.
+	type rowKey struct {
+		procs int
+		mtu   uint32
+		link  Offload
+		tcp   string
+	}
+	scale := map[rowKey][]CPUResult{}
+	var rowKeys []rowKey
+	for _, r := range rs {
+		k := rowKey{r.Procs, r.MTU, r.Link, r.TCP}
+		if scale[k] == nil {
+			rowKeys = append(rowKeys, k)
+		}
+		scale[k] = append(scale[k], r)
+	}
+	for _, k := range rowKeys {
+		rows := slices.SortedFunc(slices.Values(scale[k]), func(a, b CPUResult) int { return a.Conns - b.Conns })
+		if len(rows) < 2 {
+			continue
+		}
+		printed = true
+		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s CPU per GB over its own at %d conn(s):", k.procs, mtuLabel(k.mtu, k.link), k.tcp, rows[0].Conns)
+		for _, r := range rows[1:] {
+			fmt.Fprintf(w, " %d conns %s", r.Conns, ratio(r.CPUSecPerGB, rows[0].CPUSecPerGB))
+		}
+	}
 	for _, k := range keys {
 		a, b := by[k]["netramp"], by[k]["gVisor"]
 		if len(a.RoundCPU) < 2 || len(a.RoundCPU) != len(b.RoundCPU) {
 			continue
 		}
 		printed = true
-		fmt.Fprintf(w, "\n%d core(s), MTU %s, CPU by round (ABBA), netramp over gVisor:", k.procs, mtuLabel(k.mtu, k.link))
+		fmt.Fprintf(w, "\n%s, CPU by round (ABBA), netramp over gVisor:", label(k.procs, k.mtu, k.link, k.conns))
 		for i := range a.RoundCPU {
 			fmt.Fprintf(w, " %s", ratio(a.RoundCPU[i].Seconds(), b.RoundCPU[i].Seconds()))
 		}
@@ -506,7 +756,7 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 			continue
 		}
 		printed = true
-		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s pure ACKs per MB by reason:", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP)
+		fmt.Fprintf(w, "\n%s, %s pure ACKs per MB by reason:", label(r.Procs, r.MTU, r.Link, r.Conns), r.TCP)
 		for _, name := range r.Acks.Names() {
 			if v := r.Acks[name]; v > 0 {
 				fmt.Fprintf(w, " %s %.3g", name, float64(v)/(float64(r.Bytes)/1e6))
@@ -520,7 +770,7 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 		}
 		printed = true
 		mb := float64(r.Bytes) / 1e6
-		fmt.Fprintf(w, "\n%d core(s), MTU %s, %s GSO packets per MB %.3g, segments each %.1f; send stops per MB:", r.Procs, mtuLabel(r.MTU, r.Link), r.TCP,
+		fmt.Fprintf(w, "\n%s, %s GSO packets per MB %.3g, segments each %.1f; send stops per MB:", label(r.Procs, r.MTU, r.Link, r.Conns), r.TCP,
 			float64(g["gso.packets"])/mb, float64(g["gso.segments"])/float64(g["gso.packets"]))
 		for _, name := range g.Names() {
 			if v := g[name]; v > 0 && strings.HasPrefix(name, "stops.") {
@@ -532,6 +782,15 @@ func WriteCPU(w io.Writer, rs []CPUResult) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// doneLabel is a completion time as the table prints it: to the
+// millisecond, to 10 µs under 10 ms.
+func doneLabel(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // mtuLabel is a row's MTU column: the MTU and the link's offloads.

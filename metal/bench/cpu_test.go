@@ -53,13 +53,14 @@ func TestCPUCarriesEveryByteForBothTCPsAndPrintsRatios(t *testing.T) {
 // The TCPs take turns in ABBA order, each round carrying its share of the
 // bytes, and the row sums the rounds.
 func TestCPURoundsTakeTurnsAndSum(t *testing.T) {
-	defer func(f func(context.Context, int64, uint32, bool, Offload, Sink) (CPUResult, error)) { transfer = f }(transfer)
+	defer func(f func(context.Context, transferSpec) (CPUResult, error)) { transfer = f }(transfer)
 	var order []string
 	var sizes []int64
 	var labels []string
-	transfer = func(ctx context.Context, n int64, mtu uint32, gv bool, link Offload, sink Sink) (CPUResult, error) {
+	transfer = func(ctx context.Context, sp transferSpec) (CPUResult, error) {
+		n, mtu, link := sp.Bytes, sp.MTU, sp.Link
 		name := "netramp"
-		if gv {
+		if sp.GVisor {
 			name = "gVisor"
 		}
 		if l, _ := pprof.Label(ctx, "tcp"); l != name {
@@ -110,6 +111,9 @@ func TestCPURefusesBadRounds(t *testing.T) {
 		{CPUConfig{Bytes: 3_000_000, MTUs: []uint32{1500}}, "Bytes"},
 		{CPUConfig{Bytes: 3_000_000, MTUs: []uint32{1500}, Rounds: 4}, "Bytes"},
 		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Sink: 7}, "Sink"},
+		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Conns: []int{100, 0}}, "Conns"},
+		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Conns: []int{-3}}, "Conns"},
+		{CPUConfig{Bytes: 8_000_000, MTUs: []uint32{1500}, Conns: []int{MaxCPUConns + 1}}, "Conns"},
 	} {
 		_, err := CPU(context.Background(), c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.field) {
@@ -169,11 +173,11 @@ func TestDrainReadsAsTheSinkSays(t *testing.T) {
 
 // The configured sink reaches every transfer, the warm-up's included.
 func TestCPUPassesTheSinkToEveryTransfer(t *testing.T) {
-	defer func(f func(context.Context, int64, uint32, bool, Offload, Sink) (CPUResult, error)) { transfer = f }(transfer)
+	defer func(f func(context.Context, transferSpec) (CPUResult, error)) { transfer = f }(transfer)
 	var sinks []Sink
-	transfer = func(ctx context.Context, n int64, mtu uint32, gv bool, link Offload, sink Sink) (CPUResult, error) {
-		sinks = append(sinks, sink)
-		return CPUResult{MTU: mtu, Link: link, Bytes: n, Wall: time.Second, CPU: time.Millisecond, Packets: 1}, nil
+	transfer = func(ctx context.Context, sp transferSpec) (CPUResult, error) {
+		sinks = append(sinks, sp.Sink)
+		return CPUResult{MTU: sp.MTU, Link: sp.Link, Bytes: sp.Bytes, Wall: time.Second, CPU: time.Millisecond, Packets: 1}, nil
 	}
 	if _, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, Links: []Offload{NoOffload}, Rounds: 2, Sink: SinkRead}); err != nil {
 		t.Fatal(err)
@@ -184,6 +188,169 @@ func TestCPUPassesTheSinkToEveryTransfer(t *testing.T) {
 	for i, s := range sinks {
 		if s != SinkRead {
 			t.Fatalf("transfer %d read with sink %d, want SinkRead", i, s)
+		}
+	}
+}
+
+// A row over N connections carries every byte of each round over N
+// connections at once, each its own share (the transfer checks the sinks'
+// counts against the shares), for both TCPs, and keeps every connection's
+// completion time and the heap of all of them open (one connection's is
+// within the heap's noise).
+func TestCPUCarriesEveryByteOverEveryConnection(t *testing.T) {
+	const total = 2_000_003 // rounds of 1_000_001 and 1_000_002: neither divides by 300
+	conns := []int{1, 300}
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: total, MTUs: []uint32{1500}, Procs: []int{1}, Links: []Offload{NoOffload}, Rounds: 2, Conns: conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d results, want 4 (two TCPs at 1 and 300 connections)", len(rs))
+	}
+	for i, r := range rs {
+		n := conns[i/2]
+		if r.TCP != cpuTCPs[i%2] || r.Conns != n || r.Bytes != total || len(r.RoundCPU) != 2 {
+			t.Errorf("row %d: %s over %d conns, %d bytes, %d rounds; want %s over %d conns, %d bytes, 2 rounds", i, r.TCP, r.Conns, r.Bytes, len(r.RoundCPU), cpuTCPs[i%2], n, total)
+		}
+		if len(r.Done) != 2*n || r.Ends != 4*n || n > 1 && r.HeapPerEnd <= 0 || r.P50 <= 0 || r.P99 < r.P50 {
+			t.Errorf("%s over %d conns: %d completion times, %d ends, %.0f B/end, p50 %v, p99 %v; want %d times and %d ends", r.TCP, n, len(r.Done), r.Ends, r.HeapPerEnd, r.P50, r.P99, 2*n, 4*n)
+		}
+	}
+	var b bytes.Buffer
+	WriteCPU(&b, rs)
+	for _, want := range []string{"1 conn(s), CPU by round (ABBA)", "300 conn(s), CPU by round (ABBA)", "netramp CPU per GB over its own at 1 conn(s): 300 conns ", "gVisor CPU per GB over its own at 1 conn(s): 300 conns "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+}
+
+// A row over N connections is its rounds': completion times of every
+// round's connections, their percentiles over all of them, heap per end
+// over every round's ends; the ratio lines are the rows'.
+func TestCPUConnsRowsComeFromTheRounds(t *testing.T) {
+	defer func(f func(context.Context, transferSpec) (CPUResult, error)) { transfer = f }(transfer)
+	calls := map[int]int{} // transfers by connection count
+	transfer = func(ctx context.Context, sp transferSpec) (CPUResult, error) {
+		calls[sp.Conns]++
+		k := calls[sp.Conns] // 1, 2 warm-ups; 3..6 the rounds (netramp, gVisor, gVisor, netramp)
+		done := make([]time.Duration, sp.Conns)
+		for i := range done {
+			// Round r's connections end at r*100+1 .. r*100+N ms: gVisor's
+			// rounds (4, 5) late, ours (3, 6) early and late.
+			done[i] = time.Duration(k*100+i+1) * time.Millisecond
+		}
+		name := "netramp"
+		cpu := time.Duration(sp.Conns) * time.Millisecond // ours costs N ms a round
+		if sp.GVisor {
+			name, cpu = "gVisor", 2*time.Duration(sp.Conns)*time.Millisecond
+		}
+		return CPUResult{TCP: name, MTU: sp.MTU, Link: sp.Link, Conns: sp.Conns, Bytes: sp.Bytes, Wall: time.Second, CPU: cpu,
+			HeapBytes: uint64(k) * 1024 * uint64(sp.Conns), Ends: 2 * sp.Conns, Done: done}, nil
+	}
+	rs, err := CPU(context.Background(), CPUConfig{Bytes: 2_000_000, MTUs: []uint32{1500}, Procs: []int{1}, Links: []Offload{NoOffload}, Rounds: 2, Conns: []int{10, 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 4 || calls[10] != 6 || calls[100] != 6 {
+		t.Fatalf("%d rows, transfers by conns %v; want 4 rows and 6 transfers (2 warm-ups, 2 rounds of each TCP) at each count", len(rs), calls)
+	}
+	ms := time.Millisecond
+	for _, c := range []struct {
+		row      int
+		tcp      string
+		conns    int
+		p50, p99 time.Duration
+		perEnd   float64
+	}{
+		// Ours at 10: rounds 3 (301..310 ms) and 6 (601..610): p50 the
+		// 10th of 20, p99 the 20th; heap (3+6) KiB*10 over 40 ends.
+		{0, "netramp", 10, 310 * ms, 610 * ms, 9 * 1024 * 10 / 40.0},
+		// gVisor's at 10: rounds 4 and 5.
+		{1, "gVisor", 10, 410 * ms, 510 * ms, 9 * 1024 * 10 / 40.0},
+		// Ours at 100: 200 times, p50 the 100th (400 ms), p99 the 198th
+		// (600+98 ms).
+		{2, "netramp", 100, 400 * ms, 698 * ms, 9 * 1024 * 100 / 400.0},
+	} {
+		r := rs[c.row]
+		if r.TCP != c.tcp || r.Conns != c.conns || len(r.Done) != 2*c.conns || r.P50 != c.p50 || r.P99 != c.p99 || r.HeapPerEnd != c.perEnd {
+			t.Errorf("row %d: %s over %d, %d times, p50 %v, p99 %v, %.1f B/end; want %s over %d, %d times, p50 %v, p99 %v, %.1f B/end",
+				c.row, r.TCP, r.Conns, len(r.Done), r.P50, r.P99, r.HeapPerEnd, c.tcp, c.conns, 2*c.conns, c.p50, c.p99, c.perEnd)
+		}
+	}
+	var b bytes.Buffer
+	WriteCPU(&b, rs)
+	// Ours costs half of gVisor's at each count, and ten times its own at
+	// ten connections with a hundred (N ms a round for N connections).
+	for _, want := range []string{
+		"netramp CPU per GB over its own at 10 conn(s): 100 conns 10.00x",
+		"gVisor CPU per GB over its own at 10 conn(s): 100 conns 10.00x",
+		"1 core(s), MTU 1500, 100 conn(s), CPU by round (ABBA), netramp over gVisor: 0.50x 0.50x",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+	ratios := 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[3] == "netramp/gVisor" {
+			ratios++
+			// MB/s, CPU, allocs, packets, RTOs, heap, open, p50, p99
+			if f[5] != "0.50x" || f[9] != "1.00x" {
+				t.Errorf("ratio line %q: want CPU 0.50x, heap 1.00x", line)
+			}
+		}
+	}
+	if ratios != 2 {
+		t.Fatalf("%d ratio lines, want 2:\n%s", ratios, b.String())
+	}
+}
+
+// The percentiles are by nearest rank: the smallest value that p percent
+// of all are at or below.
+func TestPercentileIsNearestRank(t *testing.T) {
+	seq := func(n int) []time.Duration {
+		ds := make([]time.Duration, n)
+		for i := range ds {
+			ds[i] = time.Duration(n - i) // descending: percentile sorts
+		}
+		return ds
+	}
+	for _, c := range []struct {
+		ds   []time.Duration
+		p    int
+		want time.Duration
+	}{
+		{nil, 99, 0},
+		{seq(1), 50, 1},
+		{seq(1), 99, 1},
+		{seq(2), 50, 1},
+		{seq(10), 50, 5},
+		{seq(10), 99, 10}, // 9.9 rounds up to the 10th
+		{seq(100), 50, 50},
+		{seq(100), 99, 99},
+		{seq(1000), 99, 990},
+		{seq(10001), 99, 9901}, // 9900.99 rounds up
+	} {
+		if got := percentile(c.ds, c.p); got != c.want {
+			t.Errorf("p%d of %d values: %v, want %v", c.p, len(c.ds), got, c.want)
+		}
+	}
+}
+
+// The shares of a round's bytes sum to them, none more than one apart.
+func TestSharesSplitEveryByte(t *testing.T) {
+	for _, c := range []struct {
+		n     int64
+		conns int
+	}{{1_000_000, 1}, {1_000_001, 300}, {999, 1000}, {10_000_000, 10_000}} {
+		s := shares(c.n, c.conns)
+		var sum int64
+		for _, v := range s {
+			sum += v
+		}
+		if len(s) != c.conns || sum != c.n || slices.Max(s)-slices.Min(s) > 1 {
+			t.Errorf("shares(%d, %d): %d shares summing to %d, %d to %d", c.n, c.conns, len(s), sum, slices.Min(s), slices.Max(s))
 		}
 	}
 }

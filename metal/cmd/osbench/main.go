@@ -6,7 +6,7 @@
 //	osbench sink [flags]       an osbench-lan/3 sink on the kernel's TCP
 //	osbench source [flags]     an osbench-lan/3 source on the kernel's TCP
 //	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
-//	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000, without offload, with TSO, and with TSO and GRO
+//	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000, without offload, with TSO, and with TSO and GRO; -conns 1,100,10000 spreads each row over that many connections at once
 //	osbench mem [flags]        heap per connection (idle, half-open, 64 KB unacked, 64 KB unread) against gVisor
 package main
 

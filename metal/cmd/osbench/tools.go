@@ -140,6 +140,7 @@ func runCPU(ctx context.Context, args []string) error {
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (pprof -sample_index=alloc_objects)")
 	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	tsoList := fs.String("tso", "off,on,gro", "links, comma-separated: off (MTU-sized packets), on (host GSO of 64 KiB, cut into MTU-sized frames like a NIC's TSO), gro (the same GSO, delivered whole like a receiver's GRO)")
+	connList := fs.String("conns", "1", "connections each transfer spreads its bytes over, all open and writing at once, comma-separated: a set of rows for each (e.g. 1,100,10000)")
 	sink := fs.String("sink", "copy", "how the receiver reads: copy (io.Copy(io.Discard, conn), which takes a conn's io.WriterTo where it has one: ours has, gonet's has not) or read (a loop of Read into one 32 KB buffer, on both TCPs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -189,7 +190,15 @@ func runCPU(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("cpu: -sink: %w", err)
 	}
-	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds, Sink: sk})
+	var cs []int
+	for _, c := range splitList(*connList) {
+		v, err := strconv.Atoi(c)
+		if err != nil || v < 1 || v > bench.MaxCPUConns {
+			return fmt.Errorf("cpu: -conns %q is not a count in [1, %d]", c, bench.MaxCPUConns)
+		}
+		cs = append(cs, v)
+	}
+	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds, Sink: sk, Conns: cs})
 	if *memprofile != "" {
 		f, ferr := os.Create(*memprofile)
 		if ferr != nil {
@@ -203,6 +212,7 @@ func runCPU(ctx context.Context, args []string) error {
 	}
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
+		fmt.Printf("-conns: a transfer opens its connections (%d dials at a time), measures the live heap with all open and idle (heap KiB/end: over 2 ends a connection; the GC it takes is not counted), then every connection writes its share of the bytes at once; p50/p99 done: a connection's time from that start to its sink's end of stream, over every round's connections; CPU, wall, allocs, packets and RTOs run from that start to the last end, the opening's CPU apart (open CPU/conn)\n", bench.CPUDialers)
 		fmt.Printf("links: all rows nic/gso's pipe (gVisor's pipe inside; no GSO offered on plain rows), each write of several packets delivered as one burst; both TCPs on the same links; ours writes a send opportunity's segments in one write and ACKs per burst, gVisor's writes one packet a call\n")
 		fmt.Printf("%s\n\n", bench.CPUConns(sk))
 		bench.WriteCPU(os.Stdout, rs)
