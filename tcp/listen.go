@@ -95,6 +95,10 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		e.synReceived(r, id, pkt, s, now)
 		return
 	}
+	// control:tcp-listener-no-child-lookup
+	if !s.has(header.TCPFlagSyn) && e.toChild(id, pkt, s) {
+		return
+	}
 	switch {
 	case s.has(header.TCPFlagRst):
 		return
@@ -106,7 +110,12 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		e.resetLater(id, pkt, s)
 		return
 	case s.has(header.TCPFlagAck) && !s.has(header.TCPFlagSyn):
-		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
+		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6). The
+		// cookie is checked against SEG.SEQ-1 as the peer's ISN, so only the
+		// first segment after the SYN completes the handshake: its ACK, or
+		// data at ISN+1 in place of a lost ACK. A later segment cannot
+		// validate a cookie, as §3.6's design implies: no state is kept to
+		// learn the ISN from, so it gets the RST below.
 		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
 		if !ok {
 			e.resetLater(id, pkt, s)
@@ -138,6 +147,32 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	// control:tcp-half-open-is-an-endpoint-2
 	l.syn.add(r, now)
 	e.answer(r, header.TCPFlagSyn|header.TCPFlagAck, now)
+}
+
+// toChild hands s to the connection now registered for id, if there is one,
+// and reports whether it did. Such an s was given to the listener by the
+// demuxer just before the handshake's last ACK, on another goroutine,
+// removed the request and registered the child (establish): s is the
+// child's, RFC 9293 §3.10.7.4 would have the child take it, and a RST from
+// here would kill a good connection. Like Linux, the listener looks the
+// segment up again. Only a segment that finds no request pays for the
+// lookup, never an established connection's. A SYN is left to the listener:
+// HandlePacket sends a new incarnation's SYN here from a TIME-WAIT endpoint
+// that may still be registered, and handing it back would loop.
+func (e *endpoint) toChild(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) bool {
+	c, ok := e.p.s.FindTransportEndpoint(pkt.NetworkProtocolNumber, ProtocolNumber, id, pkt.NICID).(*endpoint)
+	if !ok || c == e {
+		return false
+	}
+	c.mu.Lock() // after the listener's, as in establish
+	if c.state == StateListen {
+		c.mu.Unlock()
+		return false
+	}
+	c.segmentArrives(pkt, s)
+	c.mu.Unlock()
+	e.after = append(e.after, c.flushLater)
+	return true
 }
 
 // resetLater queues the RST of RFC 9293 §3.10.7.2 for s, sent once the
@@ -254,6 +289,7 @@ func (e *endpoint) establish(id stack.TransportEndpointID, pkt *stack.PacketBuff
 	c.sndWL1, c.sndWL2 = 1, 1
 	e.lst.accept = append(e.lst.accept, c)
 	e.notify |= waiterReadable
+	// control:tcp-establish-drops-data
 	c.handleSegment(s) // its data, if any
 	c.mu.Unlock()
 	e.after = append(e.after, c.flushLater)
