@@ -168,3 +168,52 @@ func TestDataInPlaceOfTheFinalAckCompletesTheHandshake(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestAppliesThePAWSReorderAllowance: a SYN-queue request judges the
+// segment that completes the handshake by the endpoint's PAWS rule (paws.go):
+// a data segment whose TSval lags the SYN's by less than pawsReorderTicks was
+// overtaken on the path and completes the handshake, its bytes delivered; one
+// lagging by pawsReorderTicks or more, or a pure ACK that lags at all, is
+// dropped and counted, and no connection is made.
+func TestRequestAppliesThePAWSReorderAllowance(t *testing.T) {
+	const synTS = 100_000
+	for _, tc := range []struct {
+		name    string
+		lag     uint32
+		payload []byte
+		ok      bool
+	}{
+		{"data lagging 3 ticks", 3, []byte("overtaken"), true},
+		{"data lagging the allowance", tcp.PawsReorderTicks, []byte("overtaken"), false},
+		{"pure ACK lagging 3 ticks", 3, nil, false},
+		{"pure ACK not lagging", 0, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSegHarness(t, tcp.Options{})
+			hs := startHandshake(t, h, false, synOptions(1460, 7, true, true, synTS))
+			s := hs.seg(0, header.TCPFlagAck, tc.payload)
+			s.opts = tsOption(synTS-tc.lag, hs.hostTS)
+			drops := h.count("tcp.drops.paws")
+			h.inject(s)
+			ep, _, err := hs.l.Accept(nil)
+			if !tc.ok {
+				if err == nil {
+					t.Fatal("the lagging segment completed the handshake")
+				}
+				if h.count("tcp.drops.paws") != drops+1 {
+					t.Fatal("the lagging segment was not counted as a PAWS drop")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("accept: %v (PAWS drops %d)", err, h.count("tcp.drops.paws")-drops)
+			}
+			if len(tc.payload) == 0 {
+				return
+			}
+			if got := readAll(t, ep); !bytes.Equal(got, tc.payload) {
+				t.Fatalf("child read %q, want %q", got, tc.payload)
+			}
+		})
+	}
+}
