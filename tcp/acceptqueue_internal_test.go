@@ -10,8 +10,10 @@ func TestAcceptMovesNoWaitingConnection(t *testing.T) {
 	const n = 1024
 	var a acceptQueue
 	eps := make([]*endpoint, n)
+	index := make(map[*endpoint]int, n)
 	for i := range eps {
-		eps[i] = &endpoint{serial: uint64(i)}
+		eps[i] = &endpoint{}
+		index[eps[i]] = i
 	}
 	slots := func() map[*endpoint]**endpoint {
 		m := map[*endpoint]**endpoint{}
@@ -28,7 +30,7 @@ func TestAcceptMovesNoWaitingConnection(t *testing.T) {
 	for i := range n {
 		before := slots()
 		if got := a.pop(); got != eps[i] {
-			t.Fatalf("accept %d took endpoint %d, want the oldest", i, got.serial)
+			t.Fatalf("accept %d took endpoint %d, want the oldest", i, index[got])
 		}
 		for e, at := range slots() {
 			if before[e] != at {

@@ -302,7 +302,6 @@ func (e *endpoint) handleSynSent(s *segment, now time.Duration) {
 // established completes the handshake.
 func (e *endpoint) established(now time.Duration) {
 	e.state = StateEstablished
-	e.synAcked = true
 	if e.sndUna == 0 {
 		e.sndUna = 1
 	}

@@ -20,8 +20,10 @@
 // Departures from the RFCs, each safe for the reason given where it is made:
 //   - the zero-window probe is an ACK at SND.UNA-1, not a byte of new data (output.go);
 //   - challenge ACKs are limited per connection, ten a second (input.go, RFC 5961 §7);
-//   - a SYN-cookie connection without timestamps has no window scale or SACK
-//     (listen.go; with timestamps they ride in the TSval, syncookie);
+//   - a SYN-cookie connection without timestamps reads the peer's window
+//     with a scale rounded down to the cookie's table, under-reading it,
+//     never over-reading it (listen.go, syncookie; with timestamps the exact
+//     scale rides in the TSval);
 //   - ICMP errors but Packet Too Big are advisory only (pmtu.go, RFC 5927 §4.1);
 //   - after a Packet Too Big, segments already built keep their size and go
 //     without DF, and cc keeps its SMSS (pmtu.go);

@@ -74,7 +74,6 @@ type outSeg struct {
 // endpoint is one TCP socket: a listener, or one side of a connection.
 type endpoint struct {
 	p        *protocol
-	serial   uint64 // creation order, for deterministic iteration
 	wq       *waiter.Queue
 	netProto tcpip.NetworkProtocolNumber
 	ops      tcpip.SocketOptions
@@ -146,7 +145,6 @@ type endpoint struct {
 	maxSndWnd   uint64
 	sbuf        *sendbuf.Buffer
 	finQueued   bool // the user shut down writing: a FIN follows the data
-	synAcked    bool
 	q           *rtxq.Queue
 	maxSegs     int
 	ctl         *cc.Controller
@@ -208,7 +206,7 @@ type endpoint struct {
 }
 
 func (p *protocol) newEndpoint(netProto tcpip.NetworkProtocolNumber, wq *waiter.Queue) *endpoint {
-	e := &endpoint{p: p, wq: wq, netProto: netProto, state: StateInitial, serial: p.serial.Add(1)}
+	e := &endpoint{p: p, wq: wq, netProto: netProto, state: StateInitial}
 	e.ops.InitHandler(e, p.s, tcpip.GetStackSendBufferLimits, tcpip.GetStackReceiveBufferLimits)
 	e.ops.SetSendBufferSize(int64(p.opts.SendBufferMax), false)
 	e.ops.SetReceiveBufferSize(int64(p.opts.ReceiveBufferMax), false)

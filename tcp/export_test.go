@@ -48,6 +48,10 @@ func (e *endpoint) dropOutbox() {
 	e.outExtra = 0
 }
 
+// PawsReorderTicks is how far a reordered data segment's TSval may lag
+// TS.Recent and still pass PAWS (paws.go).
+const PawsReorderTicks = pawsReorderTicks
+
 // ParseOptions is the inbound option parser of a fresh endpoint.
 func ParseOptions(b []byte) header.TCPOptions { return new(endpoint).parseOptions(b) }
 

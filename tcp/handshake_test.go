@@ -94,11 +94,11 @@ func TestSynCookiesWhenSynQueueIsFull(t *testing.T) {
 	if so := ck.synOpts(); so.WS != 7 || !so.TS || !so.SACKPermitted {
 		t.Errorf("cookie SYN-ACK to a SYN with timestamps: %+v, want WS, TS and SACK agreed", so)
 	}
-	// Without timestamps there is nowhere to keep the other options.
+	// Without timestamps the cookie itself keeps window scale and SACK.
 	h.inject(pseg{srcPort: 31002, dstPort: 80, seq: 70, flags: header.TCPFlagSyn, wnd: 65535,
 		opts: synOptions(1400, 7, true, false, 0)})
-	if so := h.one().synOpts(); so.WS != -1 || so.TS || so.SACKPermitted {
-		t.Errorf("cookie SYN-ACK offers options it cannot remember: %+v", so)
+	if so := h.one().synOpts(); so.WS != 7 || so.TS || !so.SACKPermitted {
+		t.Errorf("cookie SYN-ACK to a SYN without timestamps: %+v, want WS and SACK agreed, no TS", so)
 	}
 	// The cookie's ACK completes the connection (the backlog of 1 has room).
 	h.inject(pseg{srcPort: 31000, dstPort: 80, seq: 71, ack: ck.seq + 1, flags: header.TCPFlagAck, wnd: 65535})

@@ -38,15 +38,22 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 	if e.state == StateListen {
 		e.handleListen(id, pkt, &s)
 	} else {
-		e.rxBurst = e.p.burstAt(pkt.NICID)
-		e.handleSegment(&s)
-		e.rxBurst = nil
-		// Checks that drop a segment may still owe the peer an ACK.
-		if e.ackNow != ackNone && (e.state.synchronized() || e.state == StateSynRcvd) {
-			e.sendAck(ackNone)
-		}
+		e.segmentArrives(pkt, &s)
 	}
 	e.unlock()
+}
+
+// segmentArrives is HandlePacket's work for an endpoint that is not a
+// listener, under e.mu; the listener calls it too, for a child's segment that
+// reached the listener (listen.go, toChild).
+func (e *endpoint) segmentArrives(pkt *stack.PacketBuffer, s *segment) {
+	e.rxBurst = e.p.burstAt(pkt.NICID)
+	e.handleSegment(s)
+	e.rxBurst = nil
+	// Checks that drop a segment may still owe the peer an ACK.
+	if e.ackNow != ackNone && (e.state.synchronized() || e.state == StateSynRcvd) {
+		e.sendAck(ackNone)
+	}
 }
 
 // newIncarnation reports whether s, arriving in TIME-WAIT, is a SYN that may

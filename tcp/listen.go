@@ -131,6 +131,10 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		e.synReceived(r, id, pkt, s, now)
 		return
 	}
+	// control:tcp-listener-no-child-lookup
+	if !s.has(header.TCPFlagSyn) && e.toChild(id, pkt, s) {
+		return
+	}
 	switch {
 	case s.has(header.TCPFlagRst):
 		return
@@ -142,8 +146,13 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		e.resetLater(id, pkt, s)
 		return
 	case s.has(header.TCPFlagAck) && !s.has(header.TCPFlagSyn):
-		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6).
-		mss, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
+		// Only a SYN cookie's ACK is acceptable here (RFC 4987 §3.6). The
+		// cookie is checked against SEG.SEQ-1 as the peer's ISN, so only the
+		// first segment after the SYN completes the handshake: its ACK, or
+		// data at ISN+1 in place of a lost ACK. A later segment cannot
+		// validate a cookie, as §3.6's design implies: no state is kept to
+		// learn the ISN from, so it gets the RST below.
+		mss, co, ok := e.p.jar.Check(tupleOf(id), s.seq-1, s.ack-1, now)
 		if !ok {
 			e.resetLater(id, pkt, s)
 			return
@@ -151,7 +160,7 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 		if e.acceptFull() {
 			return
 		}
-		so := e.p.cookieSynOptions(id, s, mss, now)
+		so := e.p.cookieSynOptions(id, s, mss, co, now)
 		if e.establish(id, pkt, s, s.ack-1, s.seq-1, &so, now) {
 			e.p.st.cookiesOK.Inc()
 		}
@@ -176,6 +185,32 @@ func (e *endpoint) handleListen(id stack.TransportEndpointID, pkt *stack.PacketB
 	e.answer(r, header.TCPFlagSyn|header.TCPFlagAck, now)
 }
 
+// toChild hands s to the connection now registered for id, if there is one,
+// and reports whether it did. Such an s was given to the listener by the
+// demuxer just before the handshake's last ACK, on another goroutine,
+// removed the request and registered the child (establish): s is the
+// child's, RFC 9293 §3.10.7.4 would have the child take it, and a RST from
+// here would kill a good connection. Like Linux, the listener looks the
+// segment up again. Only a segment that finds no request pays for the
+// lookup, never an established connection's. A SYN is left to the listener:
+// HandlePacket sends a new incarnation's SYN here from a TIME-WAIT endpoint
+// that may still be registered, and handing it back would loop.
+func (e *endpoint) toChild(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) bool {
+	c, ok := e.p.s.FindTransportEndpoint(pkt.NetworkProtocolNumber, ProtocolNumber, id, pkt.NICID).(*endpoint)
+	if !ok || c == e {
+		return false
+	}
+	c.mu.Lock() // after the listener's, as in establish
+	if c.state == StateListen {
+		c.mu.Unlock()
+		return false
+	}
+	c.segmentArrives(pkt, s)
+	c.mu.Unlock()
+	e.after = append(e.after, c.flushLater)
+	return true
+}
+
 // resetLater queues the RST of RFC 9293 §3.10.7.2 for s, sent once the
 // listener's lock is released.
 func (e *endpoint) resetLater(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment) {
@@ -193,18 +228,18 @@ func (e *endpoint) flushLater() {
 }
 
 // sendCookie answers a SYN statelessly with a SYN-ACK whose sequence number
-// is a cookie (RFC 4987 §3.6). When the SYN offers timestamps, the SYN-ACK
-// agrees to window scale and SACK as well and keeps the peer's choices in its
-// TSval (syncookie.StampTS); without them only the MSS survives. The cookie
-// keeps the peer's MSS; the child takes the smaller of it and ours, as a
-// request's does (negotiate).
+// is a cookie (RFC 4987 §3.6), agreeing to what a request would. The cookie
+// keeps the peer's MSS, SACK-permitted and window scale, the scale rounded
+// down (syncookie.WSTable); when the SYN offers timestamps, the TSval keeps
+// the exact scale too (syncookie.StampTS). The child takes the smaller of
+// the peer's MSS and ours, as a request's does (negotiate).
 func (e *endpoint) sendCookie(id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, so header.TCPSynOptions, now time.Duration) {
-	cookie := e.p.jar.Make(tupleOf(id), s.seq, so.MSS, now)
+	co := syncookie.Options{WS: so.WS, SACK: so.SACKPermitted}
+	// control:tcp-cookie-no-options-without-timestamps
+	cookie := e.p.jar.Make(tupleOf(id), s.seq, so.MSS, co, now)
 	tsVal := e.p.tsAt(id, now)
 	if so.TS {
-		tsVal = syncookie.StampTS(tsVal, syncookie.Options{WS: so.WS, SACK: so.SACKPermitted})
-	} else {
-		so.WS, so.SACKPermitted = -1, false
+		tsVal = syncookie.StampTS(tsVal, co)
 	}
 	e.sendStateless(id, pkt.NICID, pkt.NetworkProtocolNumber, cookie, s.seq+1, header.TCPFlagSyn|header.TCPFlagAck, &so, tsVal, e.p.st.cookiesSent)
 }
@@ -227,19 +262,20 @@ func (p *protocol) agree(so header.TCPSynOptions) header.TCPSynOptions {
 }
 
 // cookieSynOptions rebuilds the SYN's options from a valid cookie's ACK: the
-// cookie's MSS, and what the TSecr carries when the ACK has timestamps.
-func (p *protocol) cookieSynOptions(id stack.TransportEndpointID, s *segment, mss uint16, now time.Duration) header.TCPSynOptions {
-	so := header.TCPSynOptions{MSS: mss, WS: -1}
+// cookie's MSS, SACK-permitted and window scale, and, when the ACK has
+// timestamps, those and the exact scale the TSecr carries.
+func (p *protocol) cookieSynOptions(id stack.TransportEndpointID, s *segment, mss uint16, co syncookie.Options, now time.Duration) header.TCPSynOptions {
+	so := header.TCPSynOptions{MSS: mss, WS: co.WS, SACKPermitted: co.SACK}
 	opts := header.ParseTCPOptions(s.opts)
 	if !opts.TS || p.opts.NoTimestamps { // control:cookie-options
 		return so
 	}
-	co, ok := syncookie.OptionsFromEcho(opts.TSEcr, p.tsAt(id, now))
+	echo, ok := syncookie.OptionsFromEcho(opts.TSEcr, p.tsAt(id, now))
 	if !ok {
 		return so
 	}
 	so.TS, so.TSVal, so.TSEcr = true, opts.TSVal, opts.TSEcr
-	so.WS, so.SACKPermitted = co.WS, co.SACK
+	so.WS, so.SACKPermitted = echo.WS, echo.SACK
 	return so
 }
 
@@ -290,6 +326,7 @@ func (e *endpoint) establish(id stack.TransportEndpointID, pkt *stack.PacketBuff
 	c.sndWL1, c.sndWL2 = 1, 1
 	e.lst.accept.push(c)
 	e.notify |= waiterReadable
+	// control:tcp-establish-drops-data
 	c.handleSegment(s) // its data, if any
 	c.mu.Unlock()
 	e.after = append(e.after, c.flushLater)

@@ -25,23 +25,31 @@ const (
 	pawsIdle = 24 * 24 * time.Hour
 )
 
-// pawsRejects is RFC 7323 §5.3's PAWS test: a segment whose TSval is older
-// than TS.Recent is an old duplicate, unless it is a data segment that starts
-// below the window's right edge and is older by less than pawsReorderTicks:
-// a reordered one, whose bytes are needed, or whose duplicate earns the
-// D-SACK (RFC 2883) that lets the sender undo a spurious retransmission.
-func (e *endpoint) pawsRejects(s *segment, opts *header.TCPOptions, segOff uint64, now time.Duration) bool {
-	// control:tcp-paws-off
-	if !e.tsOK || !opts.TS || s.has(header.TCPFlagRst) || !e.tsRecentSet || now-e.tsRecentT >= pawsIdle {
-		return false
-	}
-	lag := int32(e.tsRecent - opts.TSVal)
+// pawsOld is RFC 7323 §5.3's PAWS test, with the allowance of
+// pawsReorderTicks: a segment whose tsVal is older than tsRecent is an old
+// duplicate, unless it is reorderable (a data segment that starts below the
+// window's right edge) and older by less than pawsReorderTicks: a reordered
+// one, whose bytes are needed, or whose duplicate earns the D-SACK (RFC 2883)
+// that lets the sender undo a spurious retransmission. An endpoint
+// (pawsRejects) and a SYN-queue request (synReceived) both judge by it.
+func pawsOld(tsRecent, tsVal uint32, reorderable bool) bool {
+	lag := int32(tsRecent - tsVal)
 	if lag <= 0 {
 		return false
 	}
 	// control:hosttests-paws-no-reorder-tolerance
 	// control:tcp-paws-no-reorder-tolerance
-	return s.data.n == 0 || segOff >= e.rcvAdv || lag >= pawsReorderTicks
+	return !reorderable || lag >= pawsReorderTicks
+}
+
+// pawsRejects is pawsOld for an endpoint's segment at segOff, when both ends
+// send timestamps and TS.Recent is set and not idle too long (§5.5).
+func (e *endpoint) pawsRejects(s *segment, opts *header.TCPOptions, segOff uint64, now time.Duration) bool {
+	// control:tcp-paws-off
+	if !e.tsOK || !opts.TS || s.has(header.TCPFlagRst) || !e.tsRecentSet || now-e.tsRecentT >= pawsIdle {
+		return false
+	}
+	return pawsOld(e.tsRecent, opts.TSVal, s.data.n > 0 && segOff < e.rcvAdv)
 }
 
 // updateTSRecent records the segment's TSval as TS.Recent (RFC 7323 §4.3:

@@ -48,12 +48,11 @@ type protocol struct {
 	origin tcpip.MonotonicTime
 	// start is set when clock is gVisor's standard clock: now reads Go's
 	// monotonic clock directly (stdclock.go).
-	start  time.Time
-	st     *stats
-	isn    *isn.Generator
-	jar    *syncookie.Jar
-	tsKey  [16]byte
-	serial atomic.Uint64
+	start time.Time
+	st    *stats
+	isn   *isn.Generator
+	jar   *syncookie.Jar
+	tsKey [16]byte
 	// challenges is the stack-wide challenge-ACK limit (RFC 5961 §7).
 	challenges *stackLimit
 	// bursts are the NICs' delivery bursts (burst.go), by NIC ID.

@@ -91,13 +91,16 @@ func (e *endpoint) onSynAckTimer() {
 }
 
 // synReceived is RFC 9293 §3.10.7.4 for a request, in the RFC's order:
-// sequence (PAWS first), RST, SYN, ACK. The ACK of our SYN completes the
-// handshake and makes the endpoint.
+// sequence (PAWS first, by the endpoint's rule: pawsOld), RST, SYN, ACK. The
+// ACK of our SYN completes the handshake and makes the endpoint.
 func (e *endpoint) synReceived(r *request, id stack.TransportEndpointID, pkt *stack.PacketBuffer, s *segment, now time.Duration) {
 	q := &e.lst.syn
 	opts := header.ParseTCPOptions(s.opts)
 	off := uint64(s.seq - r.irs) // RCV.NXT is offset 1
-	paws := r.so.TS && opts.TS && !s.has(header.TCPFlagRst) && int32(r.so.TSVal-opts.TSVal) > 0
+	// The right edge is the SYN-ACK's window past RCV.NXT.
+	// control:tcp-request-paws-no-reorder-tolerance
+	reorderable := s.data.n > 0 && off < 1+uint64(e.p.synWindow())
+	paws := r.so.TS && opts.TS && !s.has(header.TCPFlagRst) && pawsOld(r.so.TSVal, opts.TSVal, reorderable)
 	if paws || !acceptable(off, uint64(s.logicalLen()), 1, uint64(e.p.synWindow())) {
 		if paws {
 			e.p.st.dropPAWS.Inc()

@@ -1,15 +1,24 @@
 // Package syncookie makes and checks SYN cookies (RFC 4987 §3.6): when the
 // SYN queue is full, the listener encodes what it must remember into the ISN
 // of its SYN-ACK and keeps no state; the ACK that completes the handshake
-// returns it. A cookie holds an MSS index, the low bits of a 64-second time
-// slot, and a keyed hash of the 4-tuple, the peer's ISN, the slot and the
-// index, so a forged or replayed-late cookie fails the check.
+// returns it. A cookie holds the parity of a 64-second time slot, an MSS
+// index, SACK-permitted, a window scale index, and a keyed hash of the
+// 4-tuple, the peer's ISN, the slot and the rest, so a forged, edited or
+// replayed-late cookie fails the check.
 //
-// Layout of the 32 bits: slot mod 4 (2 bits) | MSS index (3 bits) | hash (27 bits).
-// When the SYN offers timestamps, the peer's window scale and SACK-permitted
-// ride in the low bits of the SYN-ACK's TSval, which the ACK echoes (StampTS,
-// OptionsFromEcho), so a cookie connection keeps them; without timestamps it
-// runs with the MSS alone, the cost RFC 4987 §3.6 names.
+// Layout of the 32 bits: slot mod 2 (1 bit) | MSS index (3 bits) | SACK (1 bit) |
+// window scale index (3 bits) | hash (24 bits, as many as Linux's cookies keep).
+// One slot bit is enough: it only says which of the two live slots to hash
+// with, and the hash covers the whole slot number.
+//
+// So a cookie connection keeps window scaling and SACK, which RFC 4987 §3.6
+// names as what cookies lose. The window scale is rounded down to WSTable: a
+// stated departure from RFC 7323 §2.3, which has the peer's windows read with
+// the shift it sent. It is safe because a smaller shift under-reads the
+// peer's window, so we send less than it allows, never more. When the SYN
+// offers timestamps, the exact window scale and SACK-permitted also ride in
+// the low bits of the SYN-ACK's TSval, which the ACK echoes (StampTS,
+// OptionsFromEcho), and the echo is preferred.
 package syncookie
 
 import (
@@ -32,7 +41,19 @@ const Slot = 64 * time.Second
 // encoded value, so sending with it never exceeds the peer's limit.
 var MSSTable = [8]uint16{216, 536, 1200, 1360, 1400, 1440, 1460, 8960}
 
-const hashBits = 27
+// WSTable lists the window scale shifts a cookie can carry, ascending, -1
+// (none offered) first; Make encodes the largest not above the peer's shift.
+// It holds the shifts common peers send (6 macOS and BSD, 7 Linux's default,
+// 8 Windows, 9 a Linux with 16 MB buffers, 14 the largest).
+var WSTable = [8]int{-1, 0, 4, 6, 7, 8, 9, 14}
+
+const (
+	hashBits = 24
+	wsShift  = hashBits     // window scale index, 3 bits
+	sackBit  = 1 << 27      // SACK-permitted
+	mssShift = hashBits + 4 // MSS index, 3 bits
+	slotBit  = 1 << 31      // slot mod 2
+)
 
 // Jar holds the secret key.
 type Jar struct {
@@ -43,13 +64,16 @@ type Jar struct {
 // cryptographic source).
 func New(secret [32]byte) *Jar { return &Jar{secret: secret} }
 
-func (j *Jar) hash(id Tuple, peerISN uint32, slot uint64, idx int) uint32 {
+// hash keys the 4-tuple, the peer's ISN, the slot and what the cookie
+// carries (its bits above the hash).
+func (j *Jar) hash(id Tuple, peerISN uint32, slot uint64, carried uint32) uint32 {
 	var buf [32 + 36 + 4 + 8 + 1]byte
 	b := append(buf[:0], j.secret[:]...)
 	b = id.AppendBinary(b)
 	b = binary.BigEndian.AppendUint32(b, peerISN)
 	b = binary.BigEndian.AppendUint64(b, slot)
-	b = append(b, byte(idx))
+	// control:tcpinternal-syncookie-options-unhashed
+	b = append(b, byte(carried>>hashBits&0x7f))
 	sum := sha256.Sum256(b)
 	return binary.BigEndian.Uint32(sum[:4]) & (1<<hashBits - 1)
 }
@@ -75,32 +99,53 @@ func MSSIndex(mss uint16) int {
 	return idx
 }
 
+// WSIndex is the index of the largest WSTable entry not above ws: rounded
+// down, so the peer's window is never read larger than it meant (-1, none
+// offered, is index 0).
+func WSIndex(ws int) int {
+	idx := 0
+	for i, v := range WSTable {
+		// control:tcpinternal-syncookie-ws-rounds-up
+		if v <= ws {
+			idx = i
+		}
+	}
+	return idx
+}
+
 // Make returns the cookie to use as the SYN-ACK's ISN for a SYN from id with
-// sequence number peerISN and MSS option mss, at now.
-func (j *Jar) Make(id Tuple, peerISN uint32, mss uint16, now time.Duration) uint32 {
+// sequence number peerISN, MSS option mss and options o (those we agreed
+// to), at now.
+func (j *Jar) Make(id Tuple, peerISN uint32, mss uint16, o Options, now time.Duration) uint32 {
 	slot := slotOf(now)
-	idx := MSSIndex(mss)
-	return uint32(slot&3)<<30 | uint32(idx)<<hashBits | j.hash(id, peerISN, slot, idx)
+	c := uint32(MSSIndex(mss))<<mssShift | uint32(WSIndex(o.WS))<<wsShift
+	if o.SACK {
+		c |= sackBit
+	}
+	if slot&1 != 0 {
+		c |= slotBit
+	}
+	return c | j.hash(id, peerISN, slot, c)
 }
 
 // Check validates a cookie returned in an ACK (its acknowledgement number
 // less one; peerISN is its sequence number less one) at now. It accepts a
-// cookie made in the current or the previous slot and returns the MSS it
-// encodes.
-func (j *Jar) Check(id Tuple, peerISN uint32, cookie uint32, now time.Duration) (mss uint16, ok bool) {
+// cookie made in the current or the previous slot and returns the MSS and
+// the options it encodes (the window scale as WSTable rounded it).
+func (j *Jar) Check(id Tuple, peerISN uint32, cookie uint32, now time.Duration) (mss uint16, o Options, ok bool) {
 	cur := slotOf(now)
-	idx := int(cookie>>hashBits) & 7
 	// control:tcpinternal-syncookie-any-slot
 	for age := uint64(0); age < 2 && age <= cur; age++ {
 		slot := cur - age
-		if uint32(slot&3) != cookie>>30 {
+		if (slot&1 != 0) != (cookie&slotBit != 0) {
 			continue
 		}
-		if j.hash(id, peerISN, slot, idx) == cookie&(1<<hashBits-1) {
-			return MSSTable[idx], true
+		if j.hash(id, peerISN, slot, cookie) == cookie&(1<<hashBits-1) {
+			o = Options{WS: WSTable[cookie>>wsShift&7], SACK: cookie&sackBit != 0}
+			return MSSTable[cookie>>mssShift&7], o, true
 		}
 	}
-	return 0, false
+	return 0, Options{WS: -1}, false
 }
 
 // Options are what a cookie connection needs of the SYN beyond its MSS.
@@ -140,7 +185,7 @@ func StampTS(tsNow uint32, o Options) uint32 {
 // OptionsFromEcho reads the options back from the TSecr of a cookie's ACK at
 // timestamp clock tsNow. An echo without the marker, from the future, or
 // older than a cookie lives is not ours: ok is false and the connection runs
-// with the MSS alone.
+// with what the cookie itself carries.
 func OptionsFromEcho(tsEcr, tsNow uint32) (o Options, ok bool) {
 	age := tsNow - tsEcr
 	if tsEcr&optMarker == 0 || int32(age) < 0 || age > uint32(2*Slot/time.Millisecond)+optMask {

@@ -1,6 +1,7 @@
 package syncookie
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -14,17 +15,17 @@ func tuple() Tuple {
 func TestCookieChecksInItsSlotAndTheNext(t *testing.T) {
 	j := New([32]byte{1})
 	made := 100*time.Second + 5*time.Second // slot 1
-	c := j.Make(tuple(), 12345, 1460, made)
+	c := j.Make(tuple(), 12345, 1460, Options{WS: 7, SACK: true}, made)
 	for _, at := range []time.Duration{made, 127 * time.Second, 128 * time.Second, 191 * time.Second} {
-		mss, ok := j.Check(tuple(), 12345, c, at)
+		mss, _, ok := j.Check(tuple(), 12345, c, at)
 		if !ok || mss != 1460 {
 			t.Errorf("Check at %v = %d, %v; want 1460, true", at, mss, ok)
 		}
 	}
-	if _, ok := j.Check(tuple(), 12345, c, 192*time.Second); ok {
+	if _, _, ok := j.Check(tuple(), 12345, c, 192*time.Second); ok {
 		t.Error("cookie accepted two slots later (expired)")
 	}
-	if _, ok := j.Check(tuple(), 12345, c, 60*time.Second); ok {
+	if _, _, ok := j.Check(tuple(), 12345, c, 60*time.Second); ok {
 		t.Error("cookie accepted in the slot before it was made")
 	}
 }
@@ -32,27 +33,29 @@ func TestCookieChecksInItsSlotAndTheNext(t *testing.T) {
 func TestForgedCookiesAreRejected(t *testing.T) {
 	j := New([32]byte{2})
 	now := 10 * time.Second
-	c := j.Make(tuple(), 777, 1460, now)
+	c := j.Make(tuple(), 777, 1460, Options{WS: 4, SACK: false}, now)
 	other := tuple()
 	other.SrcPort++
+	check := func(j *Jar, id Tuple, isn, c uint32) bool { _, _, ok := j.Check(id, isn, c, now); return ok }
 	cases := map[string]func() bool{
-		"other tuple":    func() bool { _, ok := j.Check(other, 777, c, now); return ok },
-		"other peer ISN": func() bool { _, ok := j.Check(tuple(), 778, c, now); return ok },
-		"other secret":   func() bool { _, ok := New([32]byte{3}).Check(tuple(), 777, c, now); return ok },
-		"MSS bits edited": func() bool {
-			_, ok := j.Check(tuple(), 777, c^(1<<hashBits), now)
-			return ok
-		},
-		"hash bit flipped": func() bool { _, ok := j.Check(tuple(), 777, c^1, now); return ok },
+		"other tuple":      func() bool { return check(j, other, 777, c) },
+		"other peer ISN":   func() bool { return check(j, tuple(), 778, c) },
+		"other secret":     func() bool { return check(New([32]byte{3}), tuple(), 777, c) },
+		"hash bit flipped": func() bool { return check(j, tuple(), 777, c^1) },
+	}
+	// Each carried bit edited: MSS index, SACK, window scale index.
+	for bit := hashBits; bit < 31; bit++ {
+		cases[fmt.Sprintf("carried bit %d edited", bit)] = func() bool { return check(j, tuple(), 777, c^1<<bit) }
 	}
 	for name, f := range cases {
 		if f() {
 			t.Errorf("%s: forged cookie accepted", name)
 		}
 	}
-	// Random guesses: 2^-27 each, so none of 100000 should pass.
+	// Random guesses: 2^-24 each, so none of 100000 should pass (the
+	// chance that one does is under 1%, and the guesses are fixed).
 	for g := uint32(0); g < 100000; g++ {
-		if _, ok := j.Check(tuple(), 777, g*40503, now); ok && g*40503 != c {
+		if check(j, tuple(), 777, g*40503) && g*40503 != c {
 			t.Fatalf("guess %#x accepted", g*40503)
 		}
 	}
@@ -64,8 +67,8 @@ func TestMSSIsEncodedAsTheLargestTableEntryNotAbove(t *testing.T) {
 		{1460, 1460}, {1459, 1440}, {9000, 8960}, {536, 536}, {100, 216}, {1300, 1200}, {65535, 8960},
 	}
 	for _, c := range cases {
-		ck := j.Make(tuple(), 1, c.in, 0)
-		mss, ok := j.Check(tuple(), 1, ck, 0)
+		ck := j.Make(tuple(), 1, c.in, Options{WS: -1}, 0)
+		mss, _, ok := j.Check(tuple(), 1, ck, 0)
 		if !ok || mss != c.want {
 			t.Errorf("MSS %d -> %d (%v), want %d", c.in, mss, ok, c.want)
 		}
@@ -99,6 +102,37 @@ func TestOptionsRideInTheTimestamp(t *testing.T) {
 	} {
 		if o, ok := OptionsFromEcho(c.ecr, c.now); ok || o.WS != -1 || o.SACK {
 			t.Errorf("%s: %+v, %v; want nothing", name, o, ok)
+		}
+	}
+}
+
+// TestCookieCarriesEveryTableEntry: every MSS, window scale and SACK choice
+// the tables hold comes back from Check as it went into Make.
+func TestCookieCarriesEveryTableEntry(t *testing.T) {
+	j := New([32]byte{5})
+	for _, mss := range MSSTable {
+		for _, ws := range WSTable {
+			for _, sack := range []bool{false, true} {
+				o := Options{WS: ws, SACK: sack}
+				got, gotO, ok := j.Check(tuple(), 99, j.Make(tuple(), 99, mss, o, 0), 0)
+				if !ok || got != mss || gotO != o {
+					t.Errorf("MSS %d, %+v -> MSS %d, %+v (%v)", mss, o, got, gotO, ok)
+				}
+			}
+		}
+	}
+}
+
+// TestWindowScaleIsEncodedAsTheLargestTableEntryNotAbove: a shift the table
+// lacks rounds down, so the peer's window is under-read, never over-read.
+func TestWindowScaleIsEncodedAsTheLargestTableEntryNotAbove(t *testing.T) {
+	j := New([32]byte{6})
+	for _, c := range []struct{ in, want int }{
+		{-1, -1}, {0, 0}, {1, 0}, {3, 0}, {4, 4}, {5, 4}, {7, 7}, {10, 9}, {13, 9}, {14, 14},
+	} {
+		_, o, ok := j.Check(tuple(), 1, j.Make(tuple(), 1, 1460, Options{WS: c.in}, 0), 0)
+		if !ok || o.WS != c.want {
+			t.Errorf("window scale %d -> %d (%v), want %d", c.in, o.WS, ok, c.want)
 		}
 	}
 }
