@@ -178,6 +178,9 @@ func (e *endpoint) closeLocked(err tcpip.Error) {
 		return
 	}
 	e.state = StateClosed
+	if e.opened {
+		e.p.st.connsClosed.Inc()
+	}
 	if err != nil {
 		e.hardErr = err
 		e.lastErr = err
