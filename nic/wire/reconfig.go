@@ -60,3 +60,24 @@ func (w *Wire) SetDir(from Side, d Dir) error {
 	}
 	return nil
 }
+
+// Trim lets go of what the wire keeps for reuse (frame buffers, events, the
+// backing arrays of emptied queues), which holds the peak of its load: for a
+// long-lived wire whose busy hour has passed, or a soak that compares the
+// heap before and after.
+func (w *Wire) Trim() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bufs, w.freeEvs = nil, nil
+	if len(w.events) == 0 {
+		w.events = nil
+	}
+	if w.outHead == len(w.outq) && !w.draining {
+		w.outq, w.outHead = nil, 0
+	}
+	for _, d := range w.dirs {
+		if d.qHead == len(d.queue) {
+			d.queue, d.qHead, d.qBytes = nil, 0, 0
+		}
+	}
+}
