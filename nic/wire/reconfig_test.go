@@ -73,6 +73,7 @@ func TestSetDirRefusesWhatHoldsFramesAndInvalidValues(t *testing.T) {
 		{TxRing: 8, RateBps: 1e9, AckAggSegments: 2}, // aggregation added
 		{TxRing: 8, RateBps: 1e9, Loss: 2},           // not a probability
 		{TxRing: 8, Delay: -time.Second},             // negative
+		{TxRing: 8, PathMTU: 60},                     // below IPv4's minimum
 	} {
 		if err := r.w.SetDir(SideA, d); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("SetDir(%+v) = %v, want ErrBadConfig", d, err)
