@@ -56,6 +56,17 @@ func (s *Soak) tally() {
 func (s *Soak) settle() {
 	s.clk.RunFor(tcpTimeWait + 10*time.Second)
 	s.rep.Virtual = s.clk.Elapsed()
+	for _, c := range s.clients {
+		ab, ba := c.w.Stats()
+		s.rep.FragNeeded += ab.FragNeeded + ba.FragNeeded
+		s.rep.Fragmented += ab.Fragmented + ba.Fragmented
+	}
+	for _, st := range append([]*stack.Stack{s.server}, s.stacks()...) {
+		r := st.Counters()
+		s.rep.PMTULowered += load(r, "tcp.pmtu.lowered")
+		s.rep.Retransmitted += load(r, "tcp.retransmitted.bytes")
+		s.rep.GiveUps += load(r, "tcp.give-ups") + load(r, "tcp.give-ups.zero-window")
+	}
 	s.checkCounters("after TIME-WAIT")
 	s.rep.TimersEnd = s.clk.Pending()
 	// A goroutine that is ending may take a moment of real time to go.
@@ -105,6 +116,15 @@ func (s *Soak) checkCounters(when string) {
 	if srvOpened < uint64(s.accepted) {
 		s.problem("%s: the server's tcp.conns.opened is %d, below the %d ends it accepted", when, srvOpened, s.accepted)
 	}
+}
+
+// stacks are the clients' stacks.
+func (s *Soak) stacks() []*stack.Stack {
+	var out []*stack.Stack
+	for _, c := range s.clients {
+		out = append(out, c.st)
+	}
+	return out
 }
 
 func load(r *counters.Registry, name string) uint64 {

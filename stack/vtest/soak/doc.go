@@ -12,7 +12,8 @@
 // response it wants, then a seeded stream) and receives a response of another
 // random size, each direction checked by SHA-256 at its EOF. Every few virtual
 // seconds a client's path changes (rate, delay, loss, burst loss, jitter with
-// reordering, duplication, corruption, blackouts). Some clients misbehave:
+// reordering, duplication, corruption, path MTU drops answered by ICMP
+// fragmentation-needed, blackouts). Some clients misbehave:
 // one aborts mid-transfer (a reset), one never reads (its window stays shut),
 // and now and then a client vanishes: its path goes dark both ways and its
 // connections are dropped without a word, so the server's ends must give up.

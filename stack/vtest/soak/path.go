@@ -9,9 +9,14 @@ import (
 // rates are the bottleneck rates a path changes among, bits per second.
 var rates = [...]int64{2e6, 10e6, 50e6, 200e6, 1e9}
 
+// pathMTUs are the path MTUs a path narrows to now and then: 500 is below
+// IPv4's 576-byte floor, so the TCP sends without DF and the path fragments.
+var pathMTUs = [...]int{1280, 1000, 576, 500}
+
 // drawDir draws one direction of a path: a rate, a delay, and now and then
 // random or burst loss, jitter (reordering or not), duplication,
-// corruption, or a blackout of up to 15 s starting within PathEvery.
+// corruption, a narrower path MTU (answered by ICMP fragmentation-needed),
+// or a blackout of up to 15 s starting within PathEvery.
 func (s *Soak) drawDir(now time.Duration) wire.Dir {
 	r := s.rng
 	d := wire.Dir{RateBps: rates[r.IntN(len(rates))], Delay: time.Duration(1+r.IntN(80)) * time.Millisecond}
@@ -30,6 +35,9 @@ func (s *Soak) drawDir(now time.Duration) wire.Dir {
 	}
 	if r.IntN(20) == 0 {
 		d.Corrupt = 0.005
+	}
+	if r.IntN(10) == 0 {
+		d.PathMTU = pathMTUs[r.IntN(len(pathMTUs))]
 	}
 	if r.IntN(20) == 0 {
 		start := now + time.Duration(r.Int64N(int64(s.cfg.PathEvery)+1))

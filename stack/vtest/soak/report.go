@@ -20,6 +20,11 @@ type Report struct {
 	BytesDown     int64   // stream bytes the clients' ends read
 	PathChanges   int     // times a client's path changed
 	Vanishings    int     // times a client vanished
+	FragNeeded    uint64  // ICMP fragmentation-needed the paths sent (a narrower PathMTU)
+	Fragmented    uint64  // packets without DF the paths fragmented
+	PMTULowered   uint64  // tcp.pmtu.lowered, all stacks
+	Retransmitted uint64  // tcp.retransmitted.bytes, all stacks
+	GiveUps       uint64  // tcp.give-ups and tcp.give-ups.zero-window, all stacks
 	Stuck         int     // ends still running at the drain's horizon
 	Problems      int     // failed checks and bad endings
 	Opened        uint64  // tcp.conns.opened, all stacks, at the end
@@ -66,7 +71,8 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Endings.Completed, r.Endings.Reset, r.Endings.TimedOut, r.Endings.Corrupt, r.Endings.Failed, r.VanishedConns, r.Skipped)
 	fmt.Fprintf(w, "server ends without a header: %d reset, %d timed out\n", r.Unlinked.Reset, r.Unlinked.TimedOut)
 	fmt.Fprintf(w, "bytes: %d up (clients to server), %d down\n", r.BytesUp, r.BytesDown)
-	fmt.Fprintf(w, "faults: %d path changes, %d vanishings\n", r.PathChanges, r.Vanishings)
+	fmt.Fprintf(w, "faults: %d path changes, %d vanishings; %d fragmentation-needed sent, %d packets fragmented, %d MSS lowered; %d bytes retransmitted, %d TCP give-ups\n",
+		r.PathChanges, r.Vanishings, r.FragNeeded, r.Fragmented, r.PMTULowered, r.Retransmitted, r.GiveUps)
 	fmt.Fprintf(w, "virtual %.2f h, wall %v\n", r.Virtual.Hours(), r.Wall.Round(time.Millisecond))
 	fmt.Fprintf(w, "heap: %.2f MiB at the start, %.2f MiB at the end (slack %.2f MiB)\n",
 		mib(r.HeapStart), mib(r.HeapEnd), mib(c.HeapSlack))
