@@ -12,7 +12,7 @@ import (
 // one listener for 12 virtual hours: 20000 connections at random times, each a
 // request and a response of random sizes up to 1 MiB, paths that change
 // every 5 s on average (rate, delay, loss, burst loss, jitter, reordering,
-// duplication, corruption, blackouts), clients that abort, never read, or
+// duplication, corruption, path MTU drops, blackouts), clients that abort, never read, or
 // vanish. It holds when every completed connection's bytes hash right both
 // ways, every connection ended, and after TIME-WAIT the goroutines, the
 // clock's pending timers, the live heap (within its slack) and tcp.conns.*
@@ -33,8 +33,8 @@ func TestSoakHoursOfChurnAndFaultsLeaveNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The run must have met what it is about, or it proves little.
-	if e := rep.Endings; e.Completed == 0 || e.Reset == 0 || e.TimedOut == 0 || rep.VanishedConns == 0 || rep.PathChanges == 0 {
-		t.Fatalf("the soak met too little: endings %+v, %d connections under a vanished client, %d path changes",
-			rep.Endings, rep.VanishedConns, rep.PathChanges)
+	if e := rep.Endings; e.Completed == 0 || e.Reset == 0 || e.TimedOut == 0 || rep.VanishedConns == 0 || rep.PathChanges == 0 || rep.FragNeeded == 0 {
+		t.Fatalf("the soak met too little: endings %+v, %d connections under a vanished client, %d path changes, %d fragmentation-needed",
+			rep.Endings, rep.VanishedConns, rep.PathChanges, rep.FragNeeded)
 	}
 }
