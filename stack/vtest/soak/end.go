@@ -223,6 +223,14 @@ func (e *end) writeSome() bool {
 		if e.off == len(e.buf) {
 			if e.outLeft == 0 {
 				if err := e.ep.Shutdown(tcpip.ShutdownWrite); err != nil {
+					if _, ok := err.(*tcpip.ErrNotConnected); ok {
+						// A connection reset after our EOF is closed: shutdown
+						// says not connected (as Linux's does); the reset is
+						// the endpoint's last error.
+						if le := e.ep.LastError(); le != nil {
+							err = le
+						}
+					}
 					e.fail(err, "shutdown")
 					return moved
 				}
