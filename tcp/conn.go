@@ -191,6 +191,7 @@ func (e *endpoint) closeLocked(err tcpip.Error) {
 		e.cancelCredit = nil
 	}
 	if e.registered {
+		// control:soak-endpoint-left-registered
 		e.p.s.UnregisterTransportEndpoint(e.netProtos, ProtocolNumber, e.id, e, ports.Flags{}, e.bindNIC)
 		e.registered = false
 	}
