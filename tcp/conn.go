@@ -178,6 +178,9 @@ func (e *endpoint) closeLocked(err tcpip.Error) {
 		return
 	}
 	e.state = StateClosed
+	if e.opened {
+		e.p.st.connsClosed.Inc()
+	}
 	if err != nil {
 		e.hardErr = err
 		e.lastErr = err
@@ -188,6 +191,7 @@ func (e *endpoint) closeLocked(err tcpip.Error) {
 		e.cancelCredit = nil
 	}
 	if e.registered {
+		// control:soak-endpoint-left-registered
 		e.p.s.UnregisterTransportEndpoint(e.netProtos, ProtocolNumber, e.id, e, ports.Flags{}, e.bindNIC)
 		e.registered = false
 	}

@@ -200,6 +200,8 @@ func (e *endpoint) Connect(addr tcpip.FullAddress) tcpip.Error {
 		}
 	}
 	e.registered = true
+	e.opened = true
+	e.p.st.connsOpened.Inc()
 	e.preConn()
 	now := e.now()
 	e.iss = e.p.isn.ISN(tupleOf(e.id), now)

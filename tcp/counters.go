@@ -19,6 +19,7 @@ type stats struct {
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
 	acksRateLimited, challengeRateLimited, dropState               *counters.Counter
 	dropSynTimeout                                                 *counters.Counter
+	connsOpened, connsClosed                                       *counters.Counter
 	gsoPackets, gsoSegments                                        *counters.Counter
 
 	acks          [numAckReasons]*counters.Counter // pure ACKs sent, by reason (ackreason.go)
@@ -74,6 +75,8 @@ func newStats(r *counters.Registry) *stats {
 		challengeRateLimited: m("tcp.challenge-acks.rate-limited", "challenge ACKs not sent: the stack-wide limit per second (RFC 5961 §7)"),
 		dropState:            m("tcp.drops.state", "segments dropped as unacceptable in the endpoint's state"),
 		dropSynTimeout:       m("tcp.drops.syn-queue-timeout", "half-open connections dropped when their last SYN-ACK went unanswered"),
+		connsOpened:          m("tcp.conns.opened", "connections begun: an active open's first SYN sent, or a passive open's endpoint made on the handshake's last ACK"),
+		connsClosed:          m("tcp.conns.closed", "connections of tcp.conns.opened that reached CLOSED, by any ending; the difference is those still open"),
 		gsoPackets:           m("tcp.gso.packets", "packets of several segments handed to a link that segments them (GSO); tcp.segments.out counts their segments"),
 		gsoSegments:          m("tcp.gso.segments", "segments carried in tcp.gso.packets: their ratio is the mean GSO packet's size in segments"),
 

@@ -101,6 +101,7 @@ type endpoint struct {
 	lastErr      tcpip.Error
 	hardErr      tcpip.Error // the error that closed the connection, reported by Read/Write
 	userClosed   bool
+	opened       bool         // counted in tcp.conns.opened: closeLocked counts it closed
 	after        []func()     // work for after the lock is released
 	releaseRoute *stack.Route // released after the outbox is written
 	noDF         bool         // a Packet Too Big went below the floor: no segment carries DF (pmtu.go)

@@ -304,6 +304,8 @@ func (e *endpoint) establish(id stack.TransportEndpointID, pkt *stack.PacketBuff
 		return false
 	}
 	c.registered = true
+	c.opened = true
+	e.p.st.connsOpened.Inc()
 	c.nodelay = e.nodelay
 	c.kaIdle, c.kaIntvl, c.kaCount = e.kaIdle, e.kaIntvl, e.kaCount
 	c.preConn()

@@ -211,6 +211,7 @@ func (e *endpoint) keepRcv(data span) {
 	data.each(func(v *buffer.View, off int, b []byte) {
 		c := v.Clone()
 		c.TrimFront(off)
+		// control:soak-corrupt-byte
 		c.CapLength(len(b))
 		// control:rcv-pulled-up
 		e.rcvq.AppendView(c, limit)

@@ -80,6 +80,15 @@ type Dir struct {
 	Duplicate, Corrupt float64
 	// Blackouts are intervals during which the path is down.
 	Blackouts []Window
+	// PathMTU is the largest IP packet a hop behind the bottleneck's queue
+	// carries (0: no limit below the endpoints' MTU). A larger IPv4 packet
+	// with DF set is dropped there and its sender gets an ICMPv4
+	// fragmentation-needed naming PathMTU (RFC 1191 §4), from the packet's
+	// destination address, after the other direction's Delay (the report
+	// does not queue behind that direction's bottleneck); one without DF is
+	// cut into fragments (RFC 791) that go on in its place. Anything else
+	// larger (IPv6, unparsable) is dropped. All are counted.
+	PathMTU int
 	// AckAggSegments and AckAggHold model ACK aggregation on the way back:
 	// pure ACKs entering this direction are held and released together once
 	// AckAggSegments data segments have been delivered in the other
@@ -157,6 +166,9 @@ func (d *Dir) validate(name string) error {
 		if c.neg {
 			return fmt.Errorf("%w: %s = %v, want >= 0", ErrBadConfig, f(c.field), c.v)
 		}
+	}
+	if d.PathMTU != 0 && (d.PathMTU < 68 || d.PathMTU > 65535) {
+		return fmt.Errorf("%w: %s = %d, want 0 (none) or within [68, 65535]", ErrBadConfig, f("PathMTU"), d.PathMTU)
 	}
 	if d.AckAggCoalesce && d.AckAggSegments == 0 {
 		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("AckAggCoalesce"), f("AckAggSegments"))

@@ -17,6 +17,9 @@ type DirStats struct {
 	DropBurst                       uint64 // Gilbert-Elliott burst loss
 	DropBlackout                    uint64 // path down
 	DropOversize                    uint64 // larger than the MTU
+	DropTooBig                      uint64 // larger than PathMTU and not fragmented (DF set, or not IPv4)
+	FragNeeded                      uint64 // ICMPv4 fragmentation-needed sent back for them (PathMTU)
+	Fragmented                      uint64 // packets without DF cut into fragments (PathMTU)
 	DropDetached                    uint64 // far endpoint had no dispatcher or was closed
 	DropInput                       uint64 // real time: the far stack's input queue was full
 	Corrupted                       uint64 // delivered with a flipped byte
@@ -39,6 +42,7 @@ type dirCounters struct {
 	dropInput                                              *counters.Counter
 	acksHeld, ackReleases, queueHighBytes, queueHighFrames *counters.Counter
 	acksCoalesced                                          *counters.Counter
+	dropTooBig, fragNeeded, fragmented                     *counters.Counter
 }
 
 func (dirCounters) add(c **counters.Counter, n uint64) { (*c).Add(n) }
@@ -82,6 +86,9 @@ func (w *Wire) RegisterCounters(r *counters.Registry, prefix string) error {
 			{&c.dropBurst, "drop.burst", "frames lost by the Gilbert-Elliott burst channel", s.DropBurst},
 			{&c.dropBlackout, "drop.blackout", "frames lost while the path was down", s.DropBlackout},
 			{&c.dropOversize, "drop.oversize", "frames refused for exceeding the MTU", s.DropOversize},
+			{&c.dropTooBig, "drop.too-big", "packets larger than the path MTU dropped: DF set, or not IPv4", s.DropTooBig},
+			{&c.fragNeeded, "icmp.frag-needed", "ICMPv4 fragmentation-needed messages sent back for packets larger than the path MTU", s.FragNeeded},
+			{&c.fragmented, "fragmented", "packets without DF cut into fragments to fit the path MTU", s.Fragmented},
 			{&c.dropDetached, "drop.detached", "frames that arrived at an endpoint with no dispatcher", s.DropDetached},
 			{&c.dropInput, "drop.input", "frames a real-time wire dropped because the receiving stack's input queue was full", s.DropInput},
 			{&c.corrupted, "corrupted", "frames delivered with one byte flipped", s.Corrupted},

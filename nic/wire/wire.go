@@ -789,6 +789,10 @@ func (d *direction) inBlackout(t time.Duration) bool {
 // impairments and schedules its arrival at the far end.
 func (d *direction) bottleneckLocked(frame []byte, t time.Duration) {
 	w := d.w
+	if m := d.cfg.PathMTU; m > 0 && len(frame) > m {
+		d.tooBigLocked(frame, t)
+		return
+	}
 	for d.qHead < len(d.queue) && d.queue[d.qHead].dep <= t {
 		d.qBytes -= d.queue[d.qHead].size
 		d.qHead++
@@ -941,6 +945,7 @@ const (
 	TraceDropBlackout                      // dropped: path down
 	TraceDeliver                           // handed to the far stack (as delivered, possibly corrupted)
 	TraceDropDetached                      // dropped: far endpoint has no dispatcher
+	TraceDropTooBig                        // dropped: larger than the path MTU (PathMTU)
 )
 
 // TraceEvent is one record of the frame trace.

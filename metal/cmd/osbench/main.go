@@ -8,6 +8,7 @@
 //	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
 //	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000, without offload, with TSO, and with TSO and GRO; -conns 1,100,10000 spreads each row over that many connections at once
 //	osbench mem [flags]        heap per connection (idle, half-open, 64 KB unacked, 64 KB unread) against gVisor
+//	osbench soak [flags]       many clients against one listener for virtual hours under churn and faults; non-zero exit on a failed check
 package main
 
 import (
@@ -48,8 +49,10 @@ func main() {
 		err = runCPU(ctx, args)
 	case "mem":
 		err = runMem(ctx, args)
+	case "soak":
+		err = runSoak(args)
 	default:
-		err = fmt.Errorf("unknown command %q (want sink, source, row, cpu, mem, or none for the bench)", cmd)
+		err = fmt.Errorf("unknown command %q (want sink, source, row, cpu, mem, soak, or none for the bench)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "osbench:", err)
