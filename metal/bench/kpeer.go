@@ -115,6 +115,11 @@ type KernelCPUResult struct {
 	// GSOOut is the GSO packets this TCP wrote to the TAP whole (nic/tap
 	// tx.gso), GROIn the kernel's GSO frames it took whole (rx.gso.whole).
 	GSOOut, GROIn uint64
+	// FramesOut and FramesIn are every frame this TCP's stack wrote to the
+	// TAP and took from it (nic/tap tx.frames, rx.frames): data one way,
+	// ACKs the other. A frame written runs the kernel's side of it inline
+	// in the write (its receive path, and what it sends in answer).
+	FramesOut, FramesIn uint64
 }
 
 func (r *KernelCPUResult) add(x KernelCPUResult) {
@@ -125,6 +130,8 @@ func (r *KernelCPUResult) add(x KernelCPUResult) {
 	r.PeerCPU += x.PeerCPU
 	r.GSOOut += x.GSOOut
 	r.GROIn += x.GROIn
+	r.FramesOut += x.FramesOut
+	r.FramesIn += x.FramesIn
 	r.PeerCPUSecPerGB = r.PeerCPU.Seconds() / (float64(r.Bytes) / 1e9)
 }
 
@@ -223,7 +230,7 @@ func KernelCPU(ctx context.Context, cfg KernelCPUConfig) (out []KernelCPUResult,
 // and direction, and each row's CPU ratio by round.
 func WriteKernelCPU(w io.Writer, rs []KernelCPUResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MTU\tdirection\tTCP\tMB/s\tCPU-s per GB\tpeer CPU-s per GB\tallocs per MB\tGSO out per MB\tGRO in per MB\twall\tCPU\tpeer CPU")
+	fmt.Fprintln(tw, "MTU\tdirection\tTCP\tMB/s\tCPU-s per GB\tpeer CPU-s per GB\tallocs per MB\tframes out per MB\tframes in per MB\tGSO out per MB\tGRO in per MB\twall\tCPU\tpeer CPU")
 	type key struct {
 		mtu uint32
 		dir KernelDir
@@ -238,15 +245,15 @@ func WriteKernelCPU(w io.Writer, rs []KernelCPUResult) error {
 		}
 		by[k][r.TCP] = r
 		mb := float64(r.Bytes) / 1e6
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\n", r.MTU, r.Dir, r.TCP, r.MBps, r.CPUSecPerGB, r.PeerCPUSecPerGB, r.AllocsPerMB,
-			float64(r.GSOOut)/mb, float64(r.GROIn)/mb, r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond), r.PeerCPU.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\n", r.MTU, r.Dir, r.TCP, r.MBps, r.CPUSecPerGB, r.PeerCPUSecPerGB, r.AllocsPerMB,
+			float64(r.FramesOut)/mb, float64(r.FramesIn)/mb, float64(r.GSOOut)/mb, float64(r.GROIn)/mb, r.Wall.Round(time.Millisecond), r.CPU.Round(time.Millisecond), r.PeerCPU.Round(time.Millisecond))
 	}
 	for _, k := range keys {
 		a, okA := by[k]["netramp"]
 		b, okB := by[k]["gVisor"]
 		if okA && okB {
-			fmt.Fprintf(tw, "%d\t%s\tnetramp/gVisor\t%s\t%s\t%s\t%s\t\t\t\t\t\n", k.mtu, k.dir, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB),
-				ratio(a.PeerCPUSecPerGB, b.PeerCPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB))
+			fmt.Fprintf(tw, "%d\t%s\tnetramp/gVisor\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\n", k.mtu, k.dir, ratio(a.MBps, b.MBps), ratio(a.CPUSecPerGB, b.CPUSecPerGB),
+				ratio(a.PeerCPUSecPerGB, b.PeerCPUSecPerGB), ratio(a.AllocsPerMB, b.AllocsPerMB), ratio(float64(a.FramesOut), float64(b.FramesOut)), ratio(float64(a.FramesIn), float64(b.FramesIn)))
 		}
 	}
 	if err := tw.Flush(); err != nil {

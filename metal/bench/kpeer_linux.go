@@ -195,7 +195,7 @@ func (p *linuxKernelPeer) transfer(ctx context.Context, sp kernelSpec) (KernelCP
 	}
 	defer c.Close()
 	c0 := ep.Counters()
-	gso0, gro0 := c0.TxGSO.Load(), c0.RxWhole.Load()
+	gso0, gro0, out0, in0 := c0.TxGSO.Load(), c0.RxWhole.Load(), c0.TxFrames.Load(), c0.RxFrames.Load()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
@@ -240,6 +240,7 @@ func (p *linuxKernelPeer) transfer(ctx context.Context, sp kernelSpec) (KernelCP
 	r := KernelCPUResult{
 		CPUResult: CPUResult{TCP: name, MTU: sp.MTU, Link: TSOGRO, Conns: 1, Bytes: sp.Bytes, Wall: wall, CPU: cpu, Allocs: m1.Mallocs - m0.Mallocs},
 		Dir:       sp.Dir, PeerCPU: e.line.CPU, GSOOut: c0.TxGSO.Load() - gso0, GROIn: c0.RxWhole.Load() - gro0,
+		FramesOut: c0.TxFrames.Load() - out0, FramesIn: c0.RxFrames.Load() - in0,
 	}
 	r.rates()
 	r.PeerCPUSecPerGB = r.PeerCPU.Seconds() / (float64(r.Bytes) / 1e9)

@@ -76,7 +76,7 @@ func (f *fakePeer) transfer(ctx context.Context, sp kernelSpec) (KernelCPUResult
 		cpu, peer = 4*time.Duration(n)*time.Millisecond, time.Duration(n)*time.Millisecond
 	}
 	r := KernelCPUResult{CPUResult: CPUResult{TCP: name, MTU: sp.MTU, Bytes: sp.Bytes, Wall: time.Second, CPU: cpu, Allocs: 2},
-		Dir: sp.Dir, PeerCPU: peer, GSOOut: 3, GROIn: 1}
+		Dir: sp.Dir, PeerCPU: peer, GSOOut: 3, GROIn: 1, FramesOut: 5, FramesIn: 7}
 	r.rates()
 	return r, nil
 }
@@ -112,7 +112,7 @@ func TestKernelCPURoundsTakeTurnsAndRatiosDivide(t *testing.T) {
 	ms := time.Millisecond
 	a, b := rs[0], rs[1]
 	// Ours ran 3rd, 6th, 7th and 10th; gVisor's 4th, 5th, 8th and 9th.
-	if a.Bytes != 10_000_001 || a.CPU != 26*ms || a.PeerCPU != (1+3+3+5)*ms || a.GSOOut != 12 || a.Dir != ToKernel ||
+	if a.Bytes != 10_000_001 || a.CPU != 26*ms || a.PeerCPU != (1+3+3+5)*ms || a.GSOOut != 12 || a.FramesOut != 20 || a.FramesIn != 28 || a.Dir != ToKernel ||
 		!slices.Equal(a.RoundCPU, []time.Duration{3 * ms, 6 * ms, 7 * ms, 10 * ms}) {
 		t.Fatalf("netramp's row %+v does not sum its rounds", a)
 	}
@@ -132,7 +132,7 @@ func TestKernelCPURoundsTakeTurnsAndRatiosDivide(t *testing.T) {
 			ratioLine = l
 		}
 	}
-	if f := strings.Fields(ratioLine); len(f) != 8 || f[5] != "0.25x" || f[6] != "0.46x" || f[7] != "1.00x" {
+	if f := strings.Fields(ratioLine); len(f) != 10 || f[5] != "0.25x" || f[6] != "0.46x" || f[7] != "1.00x" {
 		t.Fatalf("ratio line %q, want CPU 0.25x, peer CPU 0.46x, allocs 1.00x:\n%s", ratioLine, out.String())
 	}
 	if !strings.Contains(out.String(), "MTU 1500, to kernel, CPU by round (ABBA), netramp over gVisor: 0.19x 0.30x 0.22x 0.28x") {
