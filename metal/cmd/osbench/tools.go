@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -180,7 +181,8 @@ func runCPU(ctx context.Context, args []string) error {
 	switch *peer {
 	case "memory":
 	case "linux":
-		return runKernelCPU(ctx, *nbytes, *rounds, ms, splitList(*tcps), *dirList)
+		err := runKernelCPU(ctx, *nbytes, *rounds, ms, splitList(*tcps), *dirList)
+		return errors.Join(err, writeMemProfile(*memprofile))
 	default:
 		return fmt.Errorf("cpu: -peer %q is not memory or linux", *peer)
 	}
@@ -208,16 +210,8 @@ func runCPU(ctx context.Context, args []string) error {
 		cs = append(cs, v)
 	}
 	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds, Sink: sk, Conns: cs})
-	if *memprofile != "" {
-		f, ferr := os.Create(*memprofile)
-		if ferr != nil {
-			return ferr
-		}
-		defer f.Close()
-		runtime.GC() // the profile holds what the last completed GC published
-		if ferr := pprof.Lookup("allocs").WriteTo(f, 0); ferr != nil {
-			return ferr
-		}
+	if ferr := writeMemProfile(*memprofile); ferr != nil {
+		return ferr
 	}
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
@@ -227,6 +221,20 @@ func runCPU(ctx context.Context, args []string) error {
 		bench.WriteCPU(os.Stdout, rs)
 	}
 	return err
+}
+
+// writeMemProfile writes the allocation profile to path, if one was asked.
+func writeMemProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC() // the profile holds what the last completed GC published
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }
 
 // runKernelCPU prints the CPU benchmark against the Linux kernel as the
