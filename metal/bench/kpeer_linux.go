@@ -225,6 +225,8 @@ func (p *linuxKernelPeer) transfer(ctx context.Context, sp kernelSpec) (KernelCP
 	case e = <-ended:
 	case <-time.After(5 * time.Minute):
 		return fail(errors.New("the transfer did not finish within 5 minutes"))
+	case <-ctx.Done():
+		return fail(ctx.Err()) // the deferred closes end our side; Close ends the helper
 	}
 	wall := time.Since(t0)
 	cpu := processCPU() - cpu0
