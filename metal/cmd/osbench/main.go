@@ -28,6 +28,14 @@ import (
 )
 
 func main() {
+	if bench.IsKernelPeerHelper() {
+		// The kernel peer's helper (osbench cpu -peer linux), run in its namespace.
+		if err := bench.RunKernelPeerHelper(); err != nil {
+			fmt.Fprintln(os.Stderr, "osbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	args := os.Args[1:]
 	cmd := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {

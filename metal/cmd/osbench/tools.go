@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -141,6 +142,8 @@ func runCPU(ctx context.Context, args []string) error {
 	tcps := fs.String("tcp", "netramp,gVisor", "TCPs to run, comma-separated (one alone for a profile of its own)")
 	tsoList := fs.String("tso", "off,on,gro", "links, comma-separated: off (MTU-sized packets), on (host GSO of 64 KiB, cut into MTU-sized frames like a NIC's TSO), gro (the same GSO, delivered whole like a receiver's GRO)")
 	connList := fs.String("conns", "1", "connections each transfer spreads its bytes over, all open and writing at once, comma-separated: a set of rows for each (e.g. 1,100,10000)")
+	peer := fs.String("peer", "memory", "the other end: memory (two stacks of this process over an in-memory link, the rows above) or linux (a kernel socket in a network namespace this run makes and removes, across a TAP with the virtio-net header, GSO out and GRO in; root only; -mtu, -bytes, -rounds, -tcp and -dir apply)")
+	dirList := fs.String("dir", "to,from", "with -peer linux: directions, comma-separated: to (this TCP sends to the kernel) and from (the kernel sends to this TCP)")
 	sink := fs.String("sink", "copy", "how the receiver reads: copy (io.Copy(io.Discard, conn), which takes a conn's io.WriterTo where it has one: ours has, gonet's has not) or read (a loop of Read into one 32 KB buffer, on both TCPs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -175,6 +178,14 @@ func runCPU(ctx context.Context, args []string) error {
 		}
 		ms = append(ms, uint32(v))
 	}
+	switch *peer {
+	case "memory":
+	case "linux":
+		err := runKernelCPU(ctx, *nbytes, *rounds, ms, splitList(*tcps), *dirList)
+		return errors.Join(err, writeMemProfile(*memprofile))
+	default:
+		return fmt.Errorf("cpu: -peer %q is not memory or linux", *peer)
+	}
 	var links []bench.Offload
 	for _, v := range splitList(*tsoList) {
 		o, err := bench.ParseOffload(v)
@@ -199,16 +210,8 @@ func runCPU(ctx context.Context, args []string) error {
 		cs = append(cs, v)
 	}
 	rs, err := bench.CPU(ctx, bench.CPUConfig{Bytes: *nbytes, MTUs: ms, Procs: ps, TCPs: splitList(*tcps), Links: links, Rounds: *rounds, Sink: sk, Conns: cs})
-	if *memprofile != "" {
-		f, ferr := os.Create(*memprofile)
-		if ferr != nil {
-			return ferr
-		}
-		defer f.Close()
-		runtime.GC() // the profile holds what the last completed GC published
-		if ferr := pprof.Lookup("allocs").WriteTo(f, 0); ferr != nil {
-			return ferr
-		}
+	if ferr := writeMemProfile(*memprofile); ferr != nil {
+		return ferr
 	}
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
@@ -216,6 +219,45 @@ func runCPU(ctx context.Context, args []string) error {
 		fmt.Printf("links: all rows nic/gso's pipe (gVisor's pipe inside; no GSO offered on plain rows), each write of several packets delivered as one burst; both TCPs on the same links; ours writes a send opportunity's segments in one write and ACKs per burst, gVisor's writes one packet a call\n")
 		fmt.Printf("%s\n\n", bench.CPUConns(sk))
 		bench.WriteCPU(os.Stdout, rs)
+	}
+	return err
+}
+
+// writeMemProfile writes the allocation profile to path, if one was asked.
+func writeMemProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC() // the profile holds what the last completed GC published
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}
+
+// runKernelCPU prints the CPU benchmark against the Linux kernel as the
+// peer, or says why this host cannot run it and returns nil.
+func runKernelCPU(ctx context.Context, nbytes int64, rounds int, mtus []uint32, tcps []string, dirList string) error {
+	var dirs []bench.KernelDir
+	for _, v := range splitList(dirList) {
+		d, err := bench.ParseKernelDir(v)
+		if err != nil {
+			return fmt.Errorf("cpu: -dir: %w", err)
+		}
+		dirs = append(dirs, d)
+	}
+	if why := bench.KernelPeerUnavailable(); why != "" {
+		fmt.Printf("osbench cpu -peer linux: skipped: %s\n", why)
+		return nil
+	}
+	rs, err := bench.KernelCPU(ctx, bench.KernelCPUConfig{Bytes: nbytes, MTUs: mtus, Rounds: rounds, TCPs: tcps, Dirs: dirs})
+	if len(rs) > 0 {
+		fmt.Printf("osbench cpu -peer linux: %d MB per TCP, MTU and direction in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), GOMAXPROCS %d (real time; figures, not thresholds)\n", nbytes/1e6, rounds, runtime.GOMAXPROCS(0))
+		fmt.Printf("link: each TCP's stack in this process on a fresh nic/tap device (IFF_VNET_HDR, TUNSETOFFLOAD; Options.GSO and GRO) inside a network namespace, the peer a kernel socket (cubic) in a helper process there; the sink is io.Copy(io.Discard, conn) here, 256 KB reads there\n")
+		fmt.Printf("CPU-s per GB: this process (user + system, so the TAP reads and writes and the kernel work done inline in them); peer: the helper's (its socket reads or writes), the same kernel for both TCPs; from the connection's establishment to the receiver's end of stream\n\n")
+		bench.WriteKernelCPU(os.Stdout, rs)
 	}
 	return err
 }
