@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"golang.org/x/net/nettest"
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/waiter"
 
+	"github.com/netramp/netramp/nic/gso"
 	"github.com/netramp/netramp/tcp"
 )
 
@@ -244,9 +246,9 @@ func TestConnSteadyReadAndWriteAllocateNothing(t *testing.T) {
 			t.Fatalf("%v allocations per Write and waiting Read, want 0", n)
 		}
 	})
-	t.Run("bulk", func(t *testing.T) {
+	bulk := func(t *testing.T, la, lb gstack.LinkEndpoint) {
 		const chunk = 256 << 10
-		c1, c2 := connPair(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 32 << 10}, ourDial)
+		c1, c2 := connPairOn(t, tcp.Options{SendBufferMax: 16 << 10, ReceiveBufferMax: 32 << 10}, la, lb, ourDial)
 		a := c1.(*conn)
 		var stop atomic.Bool
 		var read atomic.Int64
@@ -277,7 +279,38 @@ func TestConnSteadyReadAndWriteAllocateNothing(t *testing.T) {
 		if read.Load() < (runs-1)*chunk {
 			t.Fatalf("the sink read %d bytes of %d", read.Load(), (runs+1)*chunk)
 		}
+	}
+	t.Run("bulk", func(t *testing.T) {
+		la, lb := pipe.New("", "", 1500)
+		bulk(t, la, lb)
 	})
+	// A link that writes bursts (nic.BurstWriter): the writer's segments
+	// go out in gathered writes, a batch (stack/qdisc.go) each, and neither
+	// a batch nor its token allocates.
+	t.Run("bulk-gathered", func(t *testing.T) {
+		la, lb, err := gso.NewPipe(1500, gso.LinkOptions{NoGSO: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ga := &gatherCount{Link: la}
+		bulk(t, ga, lb)
+		if ga.gathered.Load() == 0 {
+			t.Fatal("no write of several packets: the transfer gathered nothing")
+		}
+	})
+}
+
+// gatherCount is a gso.Link that counts its writes of several packets.
+type gatherCount struct {
+	*gso.Link
+	gathered atomic.Int64
+}
+
+func (g *gatherCount) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	if pkts.Len() > 1 {
+		g.gathered.Add(1)
+	}
+	return g.Link.WritePackets(pkts)
 }
 
 // blockedFor is how long a test lets a call stay blocked before it calls

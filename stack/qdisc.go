@@ -7,6 +7,7 @@ import (
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/counters"
+	"github.com/netramp/netramp/tcp"
 )
 
 // directQDisc hands each packet straight to the link, as gVisor's default
@@ -17,25 +18,39 @@ import (
 //
 // On a link that sends each WritePackets call as one burst
 // (nic.BurstWriter), netramp's TCP gathers the packets of one send
-// opportunity (tcp.TxBatch): while a batch is open the qdisc queues packets,
-// and the close of the last open batch writes the queue in one call, so the
-// far end hears them as one delivery burst and ACKs them once
-// (tcp/coalesce.go). gVisor's TCP never opens a batch: its packets go out
-// one per call, as with any other link.
+// opportunity (tcp.TxBatch): OpenBatch hands out a batch (txBatch), the
+// TCP stamps its token on the opportunity's packets, the qdisc holds those,
+// and CloseBatch writes them in one call, so the far end hears them as one
+// delivery burst and ACKs them once (tcp/coalesce.go). gVisor's TCP never
+// opens a batch: its packets go out one per call, as with any other link.
+//
+// A batch is the opportunity's, not the NIC's. A packet without the token
+// of an open batch, another connection's ACK above all, goes straight to
+// the link, whatever other batches are open or being written: holding every
+// packet of the NIC while any batch was open or any goroutine wrote (this
+// qdisc's first design) left one connection's ACKs waiting on another
+// connection's goroutine, and with thousands of goroutines on two cores that
+// goroutine could sleep past the 200 ms minimum RTO. A link that must never
+// block a small packet behind a full ring (seed 003) holds the same rule.
 //
 // Rules of the gathered path, for links that deliver inline (a pipe hands a
 // write to the far stack on the writer's goroutine, and that stack's answer
 // may come back to this NIC on the same goroutine):
-//   - no lock is held while the link writes: the queue is taken out under
-//     the lock and written after;
-//   - one goroutine at a time writes the link (writing); a packet that
-//     comes while another writes is queued, and the writer writes it after
-//     its own call returns, so packets reach the link in the order the
-//     qdisc got them, and a write that re-enters on the writer's goroutine
-//     queues instead of recursing;
-//   - a queued packet goes out when the last open batch closes, or, if a
-//     write is under way then, when that write returns; a queue that
-//     reaches maxBatch packets or maxBatchBytes is written at once;
+//   - no lock is held while the link writes: a batch's packets are taken
+//     out under its lock and written after;
+//   - several goroutines may write the link at once, as they may to any
+//     link gVisor's NICs write without a qdisc; a connection's packets still
+//     reach it in order, since one goroutine at a time writes an endpoint's
+//     outbox (the TCP's flushing) and a batch writes its packets in order;
+//   - a write that re-enters on the writer's goroutine is written then and
+//     there (nested), not queued behind the outer write: the qdisc cannot
+//     tell the writer's goroutine from another's, and queueing every packet
+//     behind whoever writes is the rule this design removes. The TCP bounds
+//     the nesting: an endpoint whose outbox is being written keeps what it
+//     sends meanwhile for the writer to send after (tcp.TxBatch), so a level
+//     needs another endpoint, and an answer to an answer stops there;
+//   - a batch that reaches maxBatch packets or maxBatchBytes is written at
+//     once, by the goroutine that stamps it, and gathers on;
 //   - a gathered packet the link does not take is counted
 //     (stack.qdisc.batch-drops) and freed: its sender saw it accepted and
 //     recovers it as a loss. Only links that never refuse a packet claim
@@ -45,14 +60,9 @@ type directQDisc struct {
 
 	// gather is set when the link is a nic.BurstWriter and our TCP batches
 	// on it; the fields below are used only then.
-	gather bool
-	drops  *counters.Counter
-
-	mu      sync.Mutex
-	open    int                    // batches opened and not yet closed
-	writing bool                   // a goroutine is writing to the link
-	q       []*gstack.PacketBuffer // queued packets; holds a reference on each
-	qBytes  int
+	gather  bool
+	drops   *counters.Counter
+	batches sync.Pool // *txBatch, closed
 }
 
 // Bounds of one gathered write: as a NIC's TX ring or a kernel's GSO/TSO
@@ -62,28 +72,43 @@ const (
 	maxBatchBytes = 64 << 10
 )
 
-// oneLists are the one-packet lists directQDisc passes to links. A link
-// keeps no list after WritePackets returns (it takes a reference on each
-// packet it keeps), so a list may be reused at once.
+// txBatch is one send opportunity's batch, and its token (tcp.TxToken).
+// Only its opener stamps it, so its lock is uncontended; the lock is there
+// for a stamped packet that reaches the qdisc late, on another goroutine
+// (a link whose writes wait for address resolution, which no gathering link
+// needs): it joins the batch if still open, else goes straight out.
+type txBatch struct {
+	q     *directQDisc
+	mu    sync.Mutex
+	open  bool
+	pkts  []*gstack.PacketBuffer // held packets; holds a reference on each
+	bytes int
+}
+
+// overflowID is the ID Linux reports for a user or group it cannot map.
+const overflowID = 65534
+
+// KUID implements tcpip.PacketOwner (tcp.TxToken).
+func (*txBatch) KUID() uint32 { return overflowID }
+
+// KGID implements tcpip.PacketOwner (tcp.TxToken).
+func (*txBatch) KGID() uint32 { return overflowID }
+
+// oneLists are the packet lists directQDisc passes to links. A link keeps
+// no list after WritePackets returns (it takes a reference on each packet
+// it keeps), so a list may be reused at once.
 var oneLists = sync.Pool{New: func() any { return new(gstack.PacketBufferList) }}
 
 // WritePacket implements gstack.QueueingDiscipline.
 func (q *directQDisc) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
 	if q.gather {
-		q.mu.Lock()
-		if q.open > 0 || q.writing || len(q.q) > 0 {
-			pkt.IncRef() // the queue's own
-			q.q = append(q.q, pkt)
-			q.qBytes += pkt.Size()
-			if q.writing || (q.open > 0 && !q.full()) {
-				q.mu.Unlock()
+		if b, ok := pkt.Owner.(*txBatch); ok {
+			pkt.Owner = nil // the token ends here: links copy Owner on
+			// control:stack-qdisc-token-ignored
+			if b.q == q && b.hold(pkt) {
 				return nil
 			}
-			q.writeQueueLocked()
-			return nil
 		}
-		q.writing = true // alone and nothing queued: write it as below
-		q.mu.Unlock()
 	}
 	l := oneLists.Get().(*gstack.PacketBufferList)
 	l.PushBack(pkt)
@@ -93,97 +118,81 @@ func (q *directQDisc) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
 	pkt.IncRef()
 	l.Reset()
 	oneLists.Put(l)
-	if q.gather {
-		q.mu.Lock()
-		if len(q.q) > 0 && (q.open == 0 || q.full()) {
-			q.writeQueueLocked() // what others queued while this one wrote
-		} else {
-			q.writing = false
-			q.mu.Unlock()
-		}
-	}
 	return err
 }
 
-// full reports whether the queue has reached a write's bounds. q.mu is held.
-func (q *directQDisc) full() bool {
-	return len(q.q) >= maxBatch || q.qBytes >= maxBatchBytes
+// hold adds pkt to b if b is open, and reports whether it did; a batch
+// that reaches a write's bounds is written at once.
+func (b *txBatch) hold(pkt *gstack.PacketBuffer) bool {
+	b.mu.Lock()
+	if !b.open {
+		b.mu.Unlock()
+		return false
+	}
+	pkt.IncRef() // the batch's own
+	b.pkts = append(b.pkts, pkt)
+	b.bytes += pkt.Size()
+	// control:stack-qdisc-batch-unbounded
+	if len(b.pkts) < maxBatch && b.bytes < maxBatchBytes {
+		b.mu.Unlock()
+		return true
+	}
+	b.writeLocked()
+	return true
 }
 
-// writeQueueLocked writes the queue, at most maxBatch packets or about
-// maxBatchBytes a call, and what is queued meanwhile, until nothing is due;
-// q.mu is held on entry, released on return, and not held while the link
-// writes.
-func (q *directQDisc) writeQueueLocked() {
-	q.writing = true
-	for {
-		l := oneLists.Get().(*gstack.PacketBufferList)
-		k, size := 0, 0
-		for k < len(q.q) && k < maxBatch && size < maxBatchBytes {
-			l.PushBack(q.q[k]) // the list takes the queue's reference
-			size += q.q[k].Size()
-			k++
-		}
-		n := copy(q.q, q.q[k:])
-		clear(q.q[n:])
-		q.q = q.q[:n]
-		q.qBytes -= size
-		q.mu.Unlock()
-		w, _ := q.link.WritePackets(*l)
+// writeLocked writes b's packets in one call (hold keeps them within a
+// write's bounds); b.mu is held on entry, released on return, and not held
+// while the link writes.
+func (b *txBatch) writeLocked() {
+	l := oneLists.Get().(*gstack.PacketBufferList)
+	for _, p := range b.pkts {
+		l.PushBack(p) // the list takes the batch's reference
+	}
+	clear(b.pkts)
+	b.pkts = b.pkts[:0]
+	b.bytes = 0
+	b.mu.Unlock()
+	if l.Len() > 0 {
+		w, _ := b.q.link.WritePackets(*l)
 		if lost := l.Len() - w; lost > 0 {
-			q.drops.Add(uint64(lost))
-		}
-		l.Reset()
-		oneLists.Put(l)
-		q.mu.Lock()
-		if len(q.q) == 0 || (q.open > 0 && !q.full()) {
-			break
+			b.q.drops.Add(uint64(lost))
 		}
 	}
-	q.writing = false
-	q.mu.Unlock()
+	l.Reset()
+	oneLists.Put(l)
 }
 
 // OpenBatch implements tcp.TxBatch.
-func (q *directQDisc) OpenBatch() {
-	q.mu.Lock()
-	q.open++
-	q.mu.Unlock()
+func (q *directQDisc) OpenBatch() tcp.TxToken {
+	// control:stack-qdisc-batch-allocated
+	b, _ := q.batches.Get().(*txBatch)
+	if b == nil {
+		b = &txBatch{q: q}
+	}
+	b.mu.Lock()
+	b.open = true
+	b.mu.Unlock()
+	return b
 }
 
-// CloseBatch implements tcp.TxBatch: the close of the last open batch writes
-// the queue, unless a write is under way, whose writer then writes it.
-func (q *directQDisc) CloseBatch() {
-	q.mu.Lock()
-	if q.open > 0 {
-		q.open--
-	}
-	if q.open > 0 || q.writing || len(q.q) == 0 {
-		q.mu.Unlock()
+// CloseBatch implements tcp.TxBatch: the batch's packets go out in one
+// write, on the closer's goroutine.
+func (q *directQDisc) CloseBatch(tok tcp.TxToken) {
+	b, ok := tok.(*txBatch)
+	if !ok || b.q != q {
 		return
 	}
-	q.writeQueueLocked()
+	b.mu.Lock()
+	b.open = false
+	b.writeLocked()
+	q.batches.Put(b)
 }
 
-// Close implements gstack.QueueingDiscipline: packets still queued (a batch
-// left open, which our TCP never does) are freed and counted as drops.
-func (q *directQDisc) Close() {
-	if !q.gather {
-		return
-	}
-	q.mu.Lock()
-	n := len(q.q)
-	for _, p := range q.q {
-		p.DecRef()
-	}
-	clear(q.q)
-	q.q = q.q[:0]
-	q.qBytes = 0
-	q.mu.Unlock()
-	if n > 0 {
-		q.drops.Add(uint64(n))
-	}
-}
+// Close implements gstack.QueueingDiscipline. A batch holds packets only
+// between its opener's OpenBatch and CloseBatch, which write them, so
+// nothing is left to free here.
+func (q *directQDisc) Close() {}
 
 // qdiscDrops is the counter of gathered packets a link did not take.
 func (s *Stack) qdiscDrops() *counters.Counter {

@@ -57,18 +57,11 @@ func (b *burst) EndBurst() {
 	b.held = b.held[:0]
 	gen := b.gen.Add(1) - 1
 	b.mu.Unlock()
-	// The ACKs of several endpoints go out as one link write where the NIC
-	// gathers writes (txbatch.go); each endpoint's own batch nests in this.
-	var tx TxBatch
-	if h := b.tx.Load(); h != nil && len(held) > 1 {
-		tx = h.TxBatch
-		tx.OpenBatch()
-	}
+	// Each endpoint's ACK goes in its own batch (txbatch.go): a batch belongs
+	// to one connection's send opportunity, so one endpoint's ACK is never
+	// held for another's.
 	for _, e := range held {
 		e.burstEnded(b, gen)
-	}
-	if tx != nil {
-		tx.CloseBatch()
 	}
 }
 

@@ -198,16 +198,35 @@ func TestBurstEndAnswersHoldsOfEveryGoroutine(t *testing.T) {
 // txLog is a TxBatch that logs its opens and closes.
 type txLog struct {
 	mu     sync.Mutex
+	n      int
 	events []string
 }
 
-func (l *txLog) OpenBatch()  { l.mu.Lock(); l.events = append(l.events, "open"); l.mu.Unlock() }
-func (l *txLog) CloseBatch() { l.mu.Lock(); l.events = append(l.events, "close"); l.mu.Unlock() }
+// txTok is a txLog batch's token.
+type txTok struct{ n int }
 
-// TestBurstEndAcksOfSeveralEndpointsShareOneBatch: where the NIC gathers
-// writes (tcp.TxBatch), the ACKs two endpoints held for one burst go in one
-// batch opened around both, each endpoint's own nested in it.
-func TestBurstEndAcksOfSeveralEndpointsShareOneBatch(t *testing.T) {
+func (*txTok) KUID() uint32 { return 0 }
+func (*txTok) KGID() uint32 { return 0 }
+
+func (l *txLog) OpenBatch() tcp.TxToken {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	l.events = append(l.events, fmt.Sprint("open", l.n))
+	return &txTok{l.n}
+}
+
+func (l *txLog) CloseBatch(tok tcp.TxToken) {
+	l.mu.Lock()
+	l.events = append(l.events, fmt.Sprint("close", tok.(*txTok).n))
+	l.mu.Unlock()
+}
+
+// TestBurstEndAcksOfSeveralEndpointsGoInTheirOwnBatches: where the NIC
+// gathers writes (tcp.TxBatch), the ACKs two endpoints held for one burst
+// go each in its own endpoint's batch, neither held for the other's (a
+// batch belongs to one connection's send opportunity).
+func TestBurstEndAcksOfSeveralEndpointsGoInTheirOwnBatches(t *testing.T) {
 	h := newSegHarness(t, tcp.Options{})
 	c1 := h.accept(80, synOptions(1460, 7, true, false, 0))
 	c2 := h.accept(81, synOptions(1460, 7, true, false, 0))
@@ -221,7 +240,7 @@ func TestBurstEndAcksOfSeveralEndpointsShareOneBatch(t *testing.T) {
 	}
 	tx.events = nil // the segments' arrival wrote nothing; start from the end
 	h.link.EndBurst()
-	want := "[open open close open close close]"
+	want := "[open1 close1 open2 close2]"
 	if got := fmt.Sprint(tx.events); got != want {
 		t.Errorf("batches at the burst's end: %s, want %s", got, want)
 	}

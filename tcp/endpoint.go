@@ -257,25 +257,21 @@ func (e *endpoint) unlock() {
 			pa := *e.pathOf()
 			e.mu.Unlock()
 			// control:tcp-no-tx-batch
-			tx := e.p.txBatchFor(pa.r)
-			if tx != nil {
-				tx.OpenBatch() // the segments of this opportunity go out together
-			}
+			tx := openTx(e.p.txBatchFor(pa.r)) // the segments of this opportunity go out together
 			refusedAt := -1
 			for i := range batch {
 				if refusedAt >= 0 {
 					batch[i].pkt.DecRef()
 					continue
 				}
+				tx.stamp(batch[i].pkt)
 				err := e.p.write(&pa, batch[i].pkt, !batch[i].noDF)
 				batch[i].pkt.DecRef()
 				if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
 					refusedAt = i
 				}
 			}
-			if tx != nil {
-				tx.CloseBatch() // no return between Open and here
-			}
+			tx.close() // no return between open and here
 			e.mu.Lock()
 			if refusedAt >= 0 {
 				e.refused(batch[refusedAt:])
