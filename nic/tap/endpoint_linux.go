@@ -95,6 +95,10 @@ type Endpoint struct {
 	readErr  error
 	hdrSpace [VnetHdrLen]byte // an all-zero virtio-net header for writes
 	tx       txPath
+	// scratch holds *txScratch, one for each WritePackets call under way.
+	// Calls may run at once and no lock is held through a call's EAGAIN
+	// retries (WritePackets), so each takes its own rather than share one.
+	scratch sync.Pool
 }
 
 var _ stack.LinkEndpoint = (*Endpoint)(nil)
@@ -120,6 +124,7 @@ func New(dev *Device, o Options) (*Endpoint, error) {
 	}
 	e := &Endpoint{dev: dev, tun: dev.cfg.TUN, gso: o.GSO, gro: o.GRO, c: newCounters(o.Counters), mtu: mtu, done: make(chan struct{})}
 	e.tx = txPath{writev: dev.tryWritev, sleep: time.Sleep, waitWritable: dev.waitWritable}
+	e.scratch.New = func() any { return new(txScratch) }
 	if !e.tun {
 		if len(o.MAC) != 6 || o.MAC[0]&1 != 0 {
 			return nil, fmt.Errorf("%w: MAC = %q, want a 6-byte unicast address for a TAP endpoint", ErrBadConfig, o.MAC)
@@ -293,25 +298,28 @@ func (e *Endpoint) Err() error {
 // error drops the frame and is counted. No frame waits without bound, so no
 // small frame queues behind a stalled device (seed 003). With Options.GSO a
 // GSO packet goes whole, behind a virtio-net header that asks the kernel to
-// segment it (gsoVnetHdr).
+// segment it (gsoVnetHdr). A frame is gathered where its bytes lie, in
+// scratch kept from call to call, so a steady stream of writes allocates
+// nothing.
 func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	s := e.scratch.Get().(*txScratch)
+	defer e.putScratch(s)
 	n, dropped := 0, 0
 	var spent time.Duration
-	var bufs [][]byte
-	var gsoHdr [VnetHdrLen]byte
 	for _, pkt := range pkts.AsSlice() {
-		bufs = bufs[:0]
+		var hdr []byte
 		gso := false
 		if e.dev.cfg.VnetHdr {
 			h, ok := gsoVnetHdr(pkt)
 			if gso = ok && e.gso; gso {
-				h.Encode(gsoHdr[:])
-				bufs = append(bufs, gsoHdr[:])
+				h.Encode(s.hdr[:])
+				hdr = s.hdr[:]
 			} else {
-				bufs = append(bufs, e.hdrSpace[:])
+				hdr = e.hdrSpace[:]
 			}
 		}
-		bufs = append(bufs, pkt.AsSlices()...)
+		// control:tap-tx-allocates-per-frame
+		bufs := s.gather(hdr, pkt)
 		w, err := e.writeOne(bufs, &spent)
 		if err != nil {
 			e.c.TxDrops.Inc()
@@ -332,6 +340,42 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		return 0, &tcpip.ErrNoBufferSpace{}
 	}
 	return n, nil
+}
+
+// txScratch is what one WritePackets call gathers its frames in: the
+// virtio-net header of a GSO packet and the list of a frame's pieces, their
+// arrays kept for the next call.
+type txScratch struct {
+	hdr  [VnetHdrLen]byte
+	bufs [][]byte
+}
+
+// gather lists hdr (none if nil), then pkt's bytes from its first header on,
+// view by view where they lie: what pkt.AsSlices gives, without a new list.
+func (s *txScratch) gather(hdr []byte, pkt *stack.PacketBuffer) [][]byte {
+	s.bufs = s.bufs[:0]
+	if hdr != nil {
+		s.bufs = append(s.bufs, hdr)
+	}
+	views, off := pkt.AsViewList()
+	for v := views.Front(); v != nil; v = v.Next() {
+		b := v.AsSlice()
+		if off >= len(b) { // reserved header room not used, or an empty view
+			off -= len(b)
+			continue
+		}
+		s.bufs = append(s.bufs, b[off:])
+		off = 0
+	}
+	return s.bufs
+}
+
+// putScratch returns s to the pool, first dropping its references to the
+// call's packets, which their owners may free and reuse once it returns.
+func (e *Endpoint) putScratch(s *txScratch) {
+	clear(s.bufs[:cap(s.bufs)])
+	s.bufs = s.bufs[:0]
+	e.scratch.Put(s)
 }
 
 // gsoVnetHdr is the virtio-net header that asks the kernel to segment pkt
