@@ -117,6 +117,9 @@ type endpoint struct {
 	outputLater bool   // an ACK came during a write: the writer runs its opportunity
 	inWrite     bool   // the application's Write is sending or its flush runs (corkTail)
 	tailCorked  bool   // corkTail held new data back for the next write
+	// headersBuilt counts the data segments whose headers sendData built,
+	// not those runExtend added to a run: tests read it.
+	headersBuilt uint64
 
 	lst *listener // a listener's queues
 

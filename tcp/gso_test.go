@@ -234,6 +234,33 @@ func TestWriteTailWaitsForTheNextWriteOnGSO(t *testing.T) {
 	}
 }
 
+// TestGSOPacketBuildsItsHeadersOnce: the full segments of one GSO packet
+// share its headers, built for the first of them only (runExtend): two 64 KB
+// writes leave as two packets of 44 segments, two headers built, not 88; the
+// segments still count one by one (tcp.segments.out). The 2,592 bytes
+// corkTail held leave as a full segment and a shorter one, which is built
+// as before (runExtend takes only a full segment after a full one): two more.
+func TestGSOPacketBuildsItsHeadersOnce(t *testing.T) {
+	h, c, data := corkHarness(t, true)
+	const full = 44 * 1460
+	before := h.reg.Snapshot()["tcp.segments.out"]
+	c.write(t, make([]byte, 64<<10))
+	c.write(t, make([]byte, 64<<10))
+	if len(*data) != 2 || len((*data)[0].payload) != full || len((*data)[1].payload) != full {
+		t.Fatalf("two writes sent %v, want two packets of %d bytes", sizes(*data), full)
+	}
+	if got := tcp.HeadersBuilt(c.ep); got != 2 {
+		t.Errorf("built headers for %d data segments of two GSO packets of 44, want 2", got)
+	}
+	if got := h.reg.Snapshot()["tcp.segments.out"] - before; got < 88 {
+		t.Errorf("tcp.segments.out rose by %d, want at least the packets' 88 segments", got)
+	}
+	h.clk.RunFor(time.Millisecond)
+	if got := tcp.HeadersBuilt(c.ep); got != 4 {
+		t.Errorf("built headers for %d data segments once the tail left, want 4", got)
+	}
+}
+
 func sizes(segs []pseg) []int {
 	var n []int
 	for _, s := range segs {

@@ -101,6 +101,13 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 		dataEnd--
 	}
 	n := int(dataEnd - start)
+	if !rtx && e.runExtend(start, end, fin, n, now) {
+		// The run's first segment carried our ACK: none is owed now.
+		e.p.st.sentBytes.Add(uint64(n))
+		e.lastSend = now
+		return
+	}
+	e.headersBuilt++
 	var ob [40]byte
 	// control:hosttests-sack-options-not-counted-in-mss-1
 	// control:tcp-sack-options-beyond-mss-1
@@ -108,7 +115,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 	ack := wire(e.irs, e.rcvNxt)
 	wnd := e.rcvWindow()
 	noDF := e.mayFragment(n + len(opts))
-	if rtx || !e.runJoin(start, end, fin, n, ack, wnd, opts, noDF) {
+	if rtx || !e.runJoin(start, end, fin, n, ack, wnd, opts, noDF, now) {
 		flags := header.TCPFlagAck
 		if fin {
 			flags |= header.TCPFlagFin
