@@ -118,8 +118,10 @@ type endpoint struct {
 	inWrite     bool   // the application's Write is sending or its flush runs (corkTail)
 	tailCorked  bool   // corkTail held new data back for the next write
 	// headersBuilt counts the data segments whose headers sendData built,
-	// not those runExtend added to a run: tests read it.
+	// not those runExtend added to a run, and paceRates arm B's pacing-rate
+	// computations (paceWait): tests read them.
 	headersBuilt uint64
+	paceRates    uint64
 
 	lst *listener // a listener's queues
 

@@ -132,3 +132,11 @@ func HeadersBuilt(ep tcpip.Endpoint) uint64 {
 	defer e.mu.Unlock()
 	return e.headersBuilt
 }
+
+// PaceRates is how many times ep computed arm B's pacing rate (paceWait).
+func PaceRates(ep tcpip.Endpoint) uint64 {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.paceRates
+}

@@ -261,6 +261,32 @@ func TestGSOPacketBuildsItsHeadersOnce(t *testing.T) {
 	}
 }
 
+// TestArmBComputesThePacingRateOnlyBeyondTheACKsCredit: arm B's pacer lets
+// a segment the last ACK's credit covers leave at any rate, so the rate is
+// computed only for the segments beyond it (paceWait): over TSO, where an
+// ACK credits a GSO packet's worth, that is under one segment in two (about
+// one in four on this path), where each segment computed it before.
+func TestArmBComputesThePacingRateOnlyBeyondTheACKsCredit(t *testing.T) {
+	p := newVPairLink(t, lanCfg(), tcp.Options{}, tcp.Options{}, 5, func(ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		l, err := gso.NewLink(ep, gso.LinkOptions{MaxSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
+	cli, srv := p.dial(t, 5001)
+	si := startSink(srv)
+	startSource(cli, 3, 8<<20)
+	if !p.clk.RunUntil(si.done, p.clk.Elapsed()+60*time.Second) {
+		t.Fatal("transfer incomplete")
+	}
+	rates, segs := tcp.PaceRates(cli.ep), p.ra.Snapshot()["tcp.segments.out"]
+	if rates == 0 || 2*rates >= segs {
+		t.Errorf("the pacing rate was computed %d times for %d segments, want at least once and under once in two", rates, segs)
+	}
+	t.Logf("%d rate computations, %d segments", rates, segs)
+}
+
 func sizes(segs []pseg) []int {
 	var n []int
 	for _, s := range segs {
