@@ -51,6 +51,9 @@ type gsoRun struct {
 	reuse  bool
 	now    time.Duration
 	rcvNxt uint64
+	// extended is the payload runExtend added, counted in tcp.sent.bytes
+	// once, when the run leaves (flushRun), not a segment at a time.
+	extended int
 }
 
 // hostGSO is the GSO a route's link offers, with the payload one packet may
@@ -124,6 +127,7 @@ func (e *endpoint) runExtend(start, end uint64, fin bool, n int, now time.Durati
 	}
 	r.end, r.fin, r.last = end, fin, n
 	r.payload += n
+	r.extended += n
 	r.segs++
 	return true
 }
@@ -136,6 +140,8 @@ func (e *endpoint) flushRun() {
 		return
 	}
 	e.run = gsoRun{}
+	// control:tcp-gso-extended-bytes-uncounted
+	e.p.st.sentBytes.Add(uint64(r.extended))
 	flags := header.TCPFlagAck | header.TCPFlagPsh
 	if r.fin {
 		flags |= header.TCPFlagFin

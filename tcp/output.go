@@ -102,8 +102,8 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 	}
 	n := int(dataEnd - start)
 	if !rtx && e.runExtend(start, end, fin, n, now) {
-		// The run's first segment carried our ACK: none is owed now.
-		e.p.st.sentBytes.Add(uint64(n))
+		// The run's first segment carried our ACK: none is owed now; its
+		// bytes count in tcp.sent.bytes when the run leaves.
 		e.lastSend = now
 		return
 	}
