@@ -21,11 +21,13 @@ import (
 // number (ACK, window, options: the timestamp is the opportunity's, SACK
 // blocks only change between inbound segments) form a run, written as one
 // packet of up to the link's GSO size whose GSO options tell the link to cut
-// it at the segment size. What the link puts on the wire is what the sender
-// would have sent segment by segment, except that PSH is set on the run's
-// last segment only, as a NIC's TSO leaves it (RFC 9293 §3.9.1 lets a sender
-// set PSH as it sees fit), and that the IPv4 ID counts up per segment, which
-// a datagram with DF need not make unique (RFC 6864 §4.1). Retransmissions,
+// it at the segment size; a full segment after a full one takes the run's
+// headers as they are instead of building the same again (runExtend). What
+// the link puts on the wire is what the sender would have sent segment by
+// segment, except that PSH is set on the run's last segment only, as a NIC's
+// TSO leaves it (RFC 9293 §3.9.1 lets a sender set PSH as it sees fit), and
+// that the IPv4 ID counts up per segment, which a datagram with DF need not
+// make unique (RFC 6864 §4.1). Retransmissions,
 // loss probe resends, segments without data and segments that may be
 // fragmented (pmtu.go) always go alone. Without GSO on the route nothing here
 // runs: runJoin declines, deferOutput defers nothing and gsoBurst changes
