@@ -118,6 +118,11 @@ type endpoint struct {
 	outputLater bool   // an ACK came during a write: the writer runs its opportunity
 	inWrite     bool   // the application's Write is sending or its flush runs (corkTail)
 	tailCorked  bool   // corkTail held new data back for the next write
+	// headersBuilt counts the data segments whose headers sendData built,
+	// not those runExtend added to a run, and paceRates arm B's pacing-rate
+	// computations (paceWait): tests read them.
+	headersBuilt uint64
+	paceRates    uint64
 
 	lst *listener // a listener's queues
 

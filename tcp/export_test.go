@@ -123,3 +123,20 @@ func RcvBuf(ep tcpip.Endpoint) int {
 	defer e.mu.Unlock()
 	return e.rcvBuf
 }
+
+// HeadersBuilt is how many data segments ep built headers for (gso.go's
+// runExtend adds full segments to a GSO run without).
+func HeadersBuilt(ep tcpip.Endpoint) uint64 {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.headersBuilt
+}
+
+// PaceRates is how many times ep computed arm B's pacing rate (paceWait).
+func PaceRates(ep tcpip.Endpoint) uint64 {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.paceRates
+}

@@ -21,11 +21,13 @@ import (
 // number (ACK, window, options: the timestamp is the opportunity's, SACK
 // blocks only change between inbound segments) form a run, written as one
 // packet of up to the link's GSO size whose GSO options tell the link to cut
-// it at the segment size. What the link puts on the wire is what the sender
-// would have sent segment by segment, except that PSH is set on the run's
-// last segment only, as a NIC's TSO leaves it (RFC 9293 §3.9.1 lets a sender
-// set PSH as it sees fit), and that the IPv4 ID counts up per segment, which
-// a datagram with DF need not make unique (RFC 6864 §4.1). Retransmissions,
+// it at the segment size; a full segment after a full one takes the run's
+// headers as they are instead of building the same again (runExtend). What
+// the link puts on the wire is what the sender would have sent segment by
+// segment, except that PSH is set on the run's last segment only, as a NIC's
+// TSO leaves it (RFC 9293 §3.9.1 lets a sender set PSH as it sees fit), and
+// that the IPv4 ID counts up per segment, which a datagram with DF need not
+// make unique (RFC 6864 §4.1). Retransmissions,
 // loss probe resends, segments without data and segments that may be
 // fragmented (pmtu.go) always go alone. Without GSO on the route nothing here
 // runs: runJoin declines, deferOutput defers nothing and gsoBurst changes
@@ -45,6 +47,15 @@ type gsoRun struct {
 	wnd        uint16
 	opts       [40]byte
 	optLen     int
+	// reuse says that a full segment may join without its headers being
+	// built (runExtend): the run's first segment carried no D-SACK, and its
+	// headers were built at now with RCV.NXT at rcvNxt.
+	reuse  bool
+	now    time.Duration
+	rcvNxt uint64
+	// extended is the payload runExtend added, counted in tcp.sent.bytes
+	// once, when the run leaves (flushRun), not a segment at a time.
+	extended int
 }
 
 // hostGSO is the GSO a route's link offers, with the payload one packet may
@@ -75,7 +86,7 @@ func hostGSO(r *stack.Route) (stack.GSO, int) {
 // ack, wnd and opts, to the run, first writing out the run it cannot join;
 // false means the segment must be built alone. noDF is the segment's
 // mayFragment.
-func (e *endpoint) runJoin(start, end uint64, fin bool, n int, ack uint32, wnd uint16, opts []byte, noDF bool) bool {
+func (e *endpoint) runJoin(start, end uint64, fin bool, n int, ack uint32, wnd uint16, opts []byte, noDF bool, now time.Duration) bool {
 	pa := e.pathOf()
 	// control:tcp-gso-never-used
 	if pa.gso.Type == stack.GSONone || n == 0 || noDF || n > pa.gsoBytes {
@@ -89,9 +100,36 @@ func (e *endpoint) runJoin(start, end uint64, fin bool, n int, ack uint32, wnd u
 	if r.segs == 0 {
 		r.start, r.mss, r.ack, r.wnd = start, n, ack, wnd
 		r.optLen = copy(r.opts[:], opts)
+		r.reuse, r.now, r.rcvNxt = e.dsack == nil, now, e.rcvNxt
 	}
 	r.end, r.fin, r.last = end, fin, n
 	r.payload += n
+	r.segs++
+	return true
+}
+
+// runExtend adds the new full segment [start, end) of n payload bytes to
+// the run under way without building its headers, which would equal the
+// run's: the segment after a full one of the same size, in the same
+// opportunity (the same clock reading, and e.mu held throughout, so RCV.NXT,
+// TS.Recent, the receive queue, the advertised edge and the SACK blocks are
+// as they were), once the run's first segment has carried no D-SACK (the
+// one field that segment's ACK clears). It keeps the per-segment rules of
+// the loop around it (windows, pacing, the retransmission queue): only the
+// building of a header the run already has is skipped. False means the
+// segment is built as before (sendData).
+func (e *endpoint) runExtend(start, end uint64, fin bool, n int, now time.Duration) bool {
+	r := &e.run
+	// control:tcp-gso-headers-per-segment
+	if r.segs == 0 || !r.reuse || r.now != now || r.rcvNxt != e.rcvNxt {
+		return false
+	}
+	if start != r.end || r.fin || n != r.mss || r.last != r.mss || r.payload+n > e.pathOf().gsoBytes {
+		return false
+	}
+	r.end, r.fin, r.last = end, fin, n
+	r.payload += n
+	r.extended += n
 	r.segs++
 	return true
 }
@@ -104,6 +142,8 @@ func (e *endpoint) flushRun() {
 		return
 	}
 	e.run = gsoRun{}
+	// control:tcp-gso-extended-bytes-uncounted
+	e.p.st.sentBytes.Add(uint64(r.extended))
 	flags := header.TCPFlagAck | header.TCPFlagPsh
 	if r.fin {
 		flags |= header.TCPFlagFin

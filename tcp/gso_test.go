@@ -234,6 +234,59 @@ func TestWriteTailWaitsForTheNextWriteOnGSO(t *testing.T) {
 	}
 }
 
+// TestGSOPacketBuildsItsHeadersOnce: the full segments of one GSO packet
+// share its headers, built for the first of them only (runExtend): two 64 KB
+// writes leave as two packets of 44 segments, two headers built, not 88; the
+// segments still count one by one (tcp.segments.out). The 2,592 bytes
+// corkTail held leave as a full segment and a shorter one, which is built
+// as before (runExtend takes only a full segment after a full one): two more.
+func TestGSOPacketBuildsItsHeadersOnce(t *testing.T) {
+	h, c, data := corkHarness(t, true)
+	const full = 44 * 1460
+	before := h.reg.Snapshot()["tcp.segments.out"]
+	c.write(t, make([]byte, 64<<10))
+	c.write(t, make([]byte, 64<<10))
+	if len(*data) != 2 || len((*data)[0].payload) != full || len((*data)[1].payload) != full {
+		t.Fatalf("two writes sent %v, want two packets of %d bytes", sizes(*data), full)
+	}
+	if got := tcp.HeadersBuilt(c.ep); got != 2 {
+		t.Errorf("built headers for %d data segments of two GSO packets of 44, want 2", got)
+	}
+	if got := h.reg.Snapshot()["tcp.segments.out"] - before; got < 88 {
+		t.Errorf("tcp.segments.out rose by %d, want at least the packets' 88 segments", got)
+	}
+	h.clk.RunFor(time.Millisecond)
+	if got := tcp.HeadersBuilt(c.ep); got != 4 {
+		t.Errorf("built headers for %d data segments once the tail left, want 4", got)
+	}
+}
+
+// TestArmBComputesThePacingRateOnlyBeyondTheACKsCredit: arm B's pacer lets
+// a segment the last ACK's credit covers leave at any rate, so the rate is
+// computed only for the segments beyond it (paceWait): over TSO, where an
+// ACK credits a GSO packet's worth, that is under one segment in two (about
+// one in four on this path), where each segment computed it before.
+func TestArmBComputesThePacingRateOnlyBeyondTheACKsCredit(t *testing.T) {
+	p := newVPairLink(t, lanCfg(), tcp.Options{}, tcp.Options{}, 5, func(ep gstack.LinkEndpoint) gstack.LinkEndpoint {
+		l, err := gso.NewLink(ep, gso.LinkOptions{MaxSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
+	cli, srv := p.dial(t, 5001)
+	si := startSink(srv)
+	startSource(cli, 3, 8<<20)
+	if !p.clk.RunUntil(si.done, p.clk.Elapsed()+60*time.Second) {
+		t.Fatal("transfer incomplete")
+	}
+	rates, segs := tcp.PaceRates(cli.ep), p.ra.Snapshot()["tcp.segments.out"]
+	if rates == 0 || 2*rates >= segs {
+		t.Errorf("the pacing rate was computed %d times for %d segments, want at least once and under once in two", rates, segs)
+	}
+	t.Logf("%d rate computations, %d segments", rates, segs)
+}
+
 func sizes(segs []pseg) []int {
 	var n []int
 	for _, s := range segs {

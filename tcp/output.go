@@ -101,6 +101,13 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 		dataEnd--
 	}
 	n := int(dataEnd - start)
+	if !rtx && e.runExtend(start, end, fin, n, now) {
+		// The run's first segment carried our ACK: none is owed now; its
+		// bytes count in tcp.sent.bytes when the run leaves.
+		e.lastSend = now
+		return
+	}
+	e.headersBuilt++
 	var ob [40]byte
 	// control:hosttests-sack-options-not-counted-in-mss-1
 	// control:tcp-sack-options-beyond-mss-1
@@ -108,7 +115,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 	ack := wire(e.irs, e.rcvNxt)
 	wnd := e.rcvWindow()
 	noDF := e.mayFragment(n + len(opts))
-	if rtx || !e.runJoin(start, end, fin, n, ack, wnd, opts, noDF) {
+	if rtx || !e.runJoin(start, end, fin, n, ack, wnd, opts, noDF, now) {
 		flags := header.TCPFlagAck
 		if fin {
 			flags |= header.TCPFlagFin
@@ -419,12 +426,30 @@ func (e *endpoint) paceBytes(n int) int {
 // paceWait reports whether the pacer holds a size-byte segment, arming the
 // pacing timer if so: arm P's every segment, arm B's beyond what the last
 // ACK released (creditClock) and the pacer's burst.
+//
+// Arm B's rate is computed only for a segment the ACK's credit does not
+// cover: one the credit covers leaves at once at any rate (NextSend), and
+// its Sent takes credit, never tokens, so the rate it would have set is
+// never read before the next computation replaces it (over TSO and GRO,
+// each ACK credits a GSO packet's worth, and the rate was computed for each
+// of its segments). The one thing a skipped SetRate did was clip the tokens
+// to its burst; the tokens do not grow while the credit covers, and the next
+// SetRate clips them to its own burst, which is the same except on a route
+// with GSO, where gsoBurst follows the rate: there the tokens may keep up
+// to the next burst instead of a smaller one a skipped segment would have
+// set, at most one GSO packet (gsoBurst's departure).
+
 func (e *endpoint) paceWait(now time.Duration, size int) bool {
 	// control:tcp-pacing-never-waits
 	if e.pace == nil || !e.est.HasSample() {
 		return false
 	}
 	if e.clockPaced {
+		// control:tcp-pacing-rate-per-segment
+		if e.pace.ClockCovers(size + header.TCPMinimumSize) {
+			return false // leaves on the ACK's credit, whatever the rate
+		}
+		e.paceRates++
 		rate, burst := e.ctl.ClockPacing(e.est.MinRTT(), e.est.SRTT(), int(e.q.InFlight()))
 		e.pace.SetRate(rate, e.gsoBurst(rate, e.paceBytes(burst)))
 	} else {

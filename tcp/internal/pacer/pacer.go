@@ -79,6 +79,11 @@ func (p *Pacer) Credit(bytes, limit int) {
 	p.clock = max(min(bytes, limit), 0)
 }
 
+// ClockCovers reports whether the ACK clock's credit covers a size-byte
+// segment: NextSend lets it go at once and Sent takes it from the credit,
+// neither reading the rate.
+func (p *Pacer) ClockCovers(size int) bool { return p.rate > 0 && p.clock >= size }
+
 // NextSend is the earliest time, never before now, at which a size-byte
 // segment may leave: now when unpaced, when the ACK clock's credit covers
 // it, or when the bucket holds min(size, burst) tokens.
