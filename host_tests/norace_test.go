@@ -1,0 +1,5 @@
+//go:build !race
+
+package hosttests
+
+const raceEnabled = false
