@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: what the README names and .ci/run calls.
 # Steps: formatting, a tidy go.mod, vet, the layer check (ci/layers.sh), the
-# whole test suite, cross-builds of the portable packages, and the negative
-# controls. Each step prints its verdict; the first failing step fails the run.
+# whole test suite, tcp, stack and the soaks under the race detector,
+# cross-builds of the portable packages, and the negative controls. Each
+# step prints its verdict; the first failing step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
@@ -48,6 +49,19 @@ step "go test"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/netramp-gotest.log
 test "${PIPESTATUS[0]}" -eq 0
 
+step "go test -race: tcp, stack and the soaks"
+# The packages whose goroutines meet (the conn's calls, the endpoint's
+# lock, timers, links' readers) under the race detector, and every
+# TestSoak* of host_tests. -short keeps them to a few minutes; -trimpath,
+# as ci/controls/run.sh builds, lets the -race controls reuse this build.
+start=$(date +%s)
+{
+	GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 20m ./tcp/... ./stack/... &&
+		GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 20m -run '^TestSoak' ./host_tests
+} 2>&1 | tee /tmp/netramp-gotest-race.log
+test "${PIPESTATUS[0]}" -eq 0
+echo "ok ($(($(date +%s) - start)) s)"
+
 step "the I219 driver under QEMU (ci/qemu)"
 if [ "$(id -u)" = 0 ]; then
 	bash ci/qemu/run.sh
@@ -65,3 +79,5 @@ step "summary"
 pass=$(grep -c '^ok ' /tmp/netramp-gotest.log || true)
 fail=$(grep -c '^FAIL' /tmp/netramp-gotest.log || true)
 echo "packages: $pass passed, $fail failed"
+pass=$(grep -c '^ok ' /tmp/netramp-gotest-race.log || true)
+echo "under -race: $pass passed"

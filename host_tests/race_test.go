@@ -2,6 +2,6 @@
 
 package hosttests
 
-// raceEnabled: the race detector slows a run about tenfold, so the soak
-// runs a smaller size under it.
+// raceEnabled: the race detector slows every goroutine several times over,
+// so the soak and the largest transfers run smaller, or skip, under it.
 const raceEnabled = true

@@ -110,6 +110,9 @@ func TestT14ModelMatchesMetal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ten virtual connections of 250 MB")
 	}
+	if raceEnabled {
+		t.Skip("ten virtual connections of 250 MB: tens of minutes under the race detector")
+	}
 	var out strings.Builder
 	res, err := bench.Run(context.Background(), bench.Config{
 		Order: []string{"A", "B"}, Preset: "t14", Dir: osbench.Upload, Bytes: 250_000_000, Conns: 5, Seed: 1,

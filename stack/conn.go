@@ -90,6 +90,7 @@ var epoch = time.Now()
 // only the call holding the direction's mutex calls it.
 func (d *direction) waitChan() chan struct{} {
 	if d.wake == nil {
+		// control:stack-conn-wake-made-unlocked
 		d.mu.Lock()
 		d.wake = make(chan struct{}, 1)
 		d.mu.Unlock()
@@ -456,6 +457,7 @@ func (c *conn) Write(b []byte) (int, error) {
 	}
 	c.unblock(&c.wd)
 	c.wr.Reset(nil)
+	// control:stack-conn-write-error-forgets-n
 	return n, err
 }
 

@@ -192,9 +192,15 @@ func TestNoByteIsCopiedBetweenTheSendQueueAndTheReceiveStore(t *testing.T) {
 				// Every byte is held here once before it is read: the read
 				// takes no more than was inspected, so bytes that arrive in
 				// between (a timer's send) wait for the next inspection.
+				// The payloads are taken after the queue: each packet whose
+				// bytes the queue holds was logged before it was delivered,
+				// so it is among them; taken before, they would miss a
+				// packet sent in between (by a timer, or on an ACK) and
+				// count its bytes as copies, as under -race they did.
+				held := tcp.RcvQueueSlices(srv)
 				sent := log.payloadSlices()
 				inspected := 0
-				for _, b := range tcp.RcvQueueSlices(srv) {
+				for _, b := range held {
 					views++
 					inspected += len(b)
 					if !withinAny(b, sent) {

@@ -10,6 +10,8 @@
 # A control's header, before its first "diff --git", holds two lines:
 #   Control: <the defect it injects, one line>
 #   Target: <package, e.g. ./cc> <go test -run regexp>
+# and may hold a third, for a defect only a build flag shows (a data race):
+#   Flags: <go test flags, e.g. -race>
 # The defect is a unified diff (git diff), or, sturdier against refactors, one
 # or more marker-anchored mutations (ci/controls/mutate) in the header:
 #   Mutate: <file> control:<name>     the file marks the spot with "// control:<name>"
@@ -76,10 +78,11 @@ self_check() {
 # run_one PATCH RESULTFILE: writes "<verdict>\t<line>" to RESULTFILE, and the
 # go test log beside it.
 run_one() {
-	local patch=$1 result=$2 name control target pkg re dir out rc
+	local patch=$1 result=$2 name control target flags pkg re dir out rc
 	name=$(basename "$patch" .patch)
 	control=$(sed -n '/^diff --git /q; s/^Control:[[:space:]]*//p' "$patch" | head -n1)
 	target=$(sed -n '/^diff --git /q; s/^Target:[[:space:]]*//p' "$patch" | head -n1)
+	flags=$(sed -n '/^diff --git /q; s/^Flags:[[:space:]]*//p' "$patch" | head -n1)
 	if [ -z "$control" ] || [ -z "$target" ]; then
 		printf 'broken\tcontrol %s: BROKEN — the header needs Control: and Target: lines before the diff\n' "$name" >"$result"
 		return
@@ -124,7 +127,8 @@ run_one() {
 		return
 	fi
 
-	out=$(cd "$dir" && go test -count=1 -run "$re" "$pkg" 2>&1)
+	# shellcheck disable=SC2086 # the flags are words
+	out=$(cd "$dir" && go test -count=1 $flags -run "$re" "$pkg" 2>&1)
 	rc=$?
 	printf '%s\n' "$out" >"$result.log"
 	rm -rf "$dir"
