@@ -74,6 +74,7 @@ type direction struct {
 	deadline atomic.Int64
 	mu       sync.Mutex
 	timer    *time.Timer // made by the first future deadline, Reset by later ones
+	stopped  bool        // Close stopped the timer for good; set arms it no more
 	// wake has capacity 1: the entry (which the endpoint's events,
 	// Close's among them, fire), the deadline's timer and Set*Deadline
 	// send without blocking. The first wait makes it, under mu; a send
@@ -133,13 +134,19 @@ func (d *direction) set(t time.Time) {
 		}
 	}
 	d.deadline.Store(dl)
-	if !t.IsZero() && wait > 0 {
+	switch {
+	// control:stack-conn-deadline-rearms-after-close
+	case d.stopped:
+		// A Set*Deadline that passed its closed check before Close ran
+		// gets here after stop: arming the timer again would keep the
+		// closed conn reachable from the runtime's timers until it fired.
+	case !t.IsZero() && wait > 0:
 		if d.timer == nil {
 			d.timer = time.AfterFunc(wait, d.poke)
 		} else {
 			d.timer.Reset(wait)
 		}
-	} else if d.timer != nil {
+	case d.timer != nil:
 		d.timer.Stop()
 	}
 	d.mu.Unlock()
@@ -150,6 +157,7 @@ func (d *direction) set(t time.Time) {
 // stop stops d's timer for good: the conn is closed.
 func (d *direction) stop() {
 	d.mu.Lock()
+	d.stopped = true
 	if d.timer != nil {
 		d.timer.Stop()
 	}

@@ -619,3 +619,27 @@ func TestConnOneReadAndOneWriteRunConcurrently(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A Set*Deadline that passed its closed check before Close ran, and reaches
+// its direction after Close stopped it, arms no timer: a timer armed then
+// would keep the closed conn reachable until it fired, up to the deadline
+// (found by the concurrency soak). The interleaving is made deterministic
+// by calling the direction's steps in that order.
+func TestDeadlineSetAfterCloseArmsNoTimer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before bool // a deadline, and so a timer, was set before Close
+	}{{"no timer yet", false}, {"timer made before", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d direction
+			if tc.before {
+				d.set(time.Now().Add(time.Hour))
+			}
+			d.stop()
+			d.set(time.Now().Add(time.Hour))
+			if d.timer != nil && d.timer.Stop() {
+				t.Fatal("a deadline set after Close stopped the direction armed its timer")
+			}
+		})
+	}
+}
