@@ -336,47 +336,20 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		for _, mtu := range cfg.MTUs {
 			for _, link := range links {
 				for _, nc := range conns {
-					// One unmeasured transfer of each TCP first: whichever ran
-					// first in a row paid for the process's heap and pools
-					// growing to the row's packet sizes (a 250 MB transfer at
-					// MTU 1500 over GRO: 0.41 CPU-s/GB run first, 0.32 after
-					// another), and that was always ours.
-					// control:bench-cpu-no-warm-up
-					for _, name := range cpuTCPs {
-						if !slices.Contains(tcps, name) {
-							continue
-						}
-						if _, err := transferAs(ctx, name, transferSpec{Bytes: min(cfg.Bytes/int64(rounds), warmBytes), MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc}); err != nil {
-							return out, err
-						}
-					}
 					row := map[string]*CPUResult{}
-					for round := range rounds {
-						order := slices.Clone(cpuTCPs)
-						// control:bench-cpu-rounds-one-order
-						if round%2 == 1 {
-							slices.Reverse(order) // ABBA: drift weighs on both
+					err := abbaRow(ctx, tcps, rounds, cfg.Bytes, func(name string, n int64, measured bool) error {
+						r, err := transferAs(ctx, name, transferSpec{Bytes: n, MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc})
+						if err != nil || !measured {
+							return err
 						}
-						for _, name := range order {
-							if !slices.Contains(tcps, name) {
-								continue
-							}
-							if err := ctx.Err(); err != nil {
-								return out, err
-							}
-							per := cfg.Bytes / int64(rounds)
-							if round == rounds-1 {
-								per = cfg.Bytes - per*int64(rounds-1)
-							}
-							r, err := transferAs(ctx, name, transferSpec{Bytes: per, MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc})
-							if err != nil {
-								return out, err
-							}
-							if row[name] == nil {
-								row[name] = &CPUResult{Procs: p}
-							}
-							row[name].add(r)
+						if row[name] == nil {
+							row[name] = &CPUResult{Procs: p}
 						}
+						row[name].add(r)
+						return nil
+					})
+					if err != nil {
+						return out, err
 					}
 					for _, name := range cpuTCPs {
 						if r := row[name]; r != nil {

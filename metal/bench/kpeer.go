@@ -181,40 +181,20 @@ func KernelCPU(ctx context.Context, cfg KernelCPUConfig) (out []KernelCPUResult,
 	rounds := cfg.Rounds
 	for _, mtu := range cfg.MTUs {
 		for _, dir := range cfg.Dirs {
-			for _, name := range cpuTCPs {
-				if slices.Contains(cfg.TCPs, name) {
-					if _, err := run(name, kernelSpec{Bytes: min(cfg.Bytes/int64(rounds), warmBytes), MTU: mtu, Dir: dir}); err != nil {
-						return out, err
-					}
-				}
-			}
 			row := map[string]*KernelCPUResult{}
-			for round := range rounds {
-				order := slices.Clone(cpuTCPs)
-				// control:bench-kpeer-rounds-one-order
-				if round%2 == 1 {
-					slices.Reverse(order) // ABBA: drift weighs on both
+			err := abbaRow(ctx, cfg.TCPs, rounds, cfg.Bytes, func(name string, n int64, measured bool) error {
+				r, err := run(name, kernelSpec{Bytes: n, MTU: mtu, Dir: dir})
+				if err != nil || !measured {
+					return err
 				}
-				for _, name := range order {
-					if !slices.Contains(cfg.TCPs, name) {
-						continue
-					}
-					if err := ctx.Err(); err != nil {
-						return out, err
-					}
-					per := cfg.Bytes / int64(rounds)
-					if round == rounds-1 {
-						per = cfg.Bytes - per*int64(rounds-1)
-					}
-					r, err := run(name, kernelSpec{Bytes: per, MTU: mtu, Dir: dir})
-					if err != nil {
-						return out, err
-					}
-					if row[name] == nil {
-						row[name] = &KernelCPUResult{}
-					}
-					row[name].add(r)
+				if row[name] == nil {
+					row[name] = &KernelCPUResult{}
 				}
+				row[name].add(r)
+				return nil
+			})
+			if err != nil {
+				return out, err
 			}
 			for _, name := range cpuTCPs {
 				if r := row[name]; r != nil {
