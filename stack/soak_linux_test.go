@@ -3,13 +3,13 @@
 package stack
 
 import (
-	"errors"
 	"net"
 	"testing"
 
 	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netramp/netramp/nic/netns"
+	"github.com/netramp/netramp/nic/netns/netnstest"
 	"github.com/netramp/netramp/nic/tap"
 )
 
@@ -19,24 +19,7 @@ import (
 // stacks' writers. It skips, saying why, without root, /dev/net/tun or
 // the right to make namespaces.
 func soakTAPLinks(t *testing.T) (la, lb gstack.LinkEndpoint) {
-	if err := netns.Check(); err != nil {
-		t.Skipf("skipping the TAP links: %v", err)
-	}
-	ns, err := netns.Create("soak")
-	if errors.Is(err, netns.ErrUnsupported) {
-		t.Skipf("skipping the TAP links: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
-			t.Errorf("delete namespace: %v", err)
-		}
-	})
-	if err := ns.DisableIPv6(); err != nil {
-		t.Fatal(err)
-	}
+	ns := netnstest.New(t, "soak")
 	if err := ns.IP("link", "add", "nrsoakbr", "type", "bridge", "forward_delay", "0"); err != nil {
 		t.Fatal(err)
 	}

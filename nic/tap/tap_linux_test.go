@@ -15,6 +15,7 @@ import (
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic/linuxpeer/peertest"
 	"github.com/netramp/netramp/nic/netns"
+	"github.com/netramp/netramp/nic/netns/netnstest"
 	"github.com/netramp/netramp/nic/tap"
 	"github.com/netramp/netramp/stack"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -34,24 +35,7 @@ var (
 // neighbour entry for ours.
 func kernelSide(t *testing.T, cfg tap.Config) (*netns.NS, *tap.Device) {
 	t.Helper()
-	if err := netns.Check(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	ns, err := netns.Create("tap")
-	if errors.Is(err, netns.ErrUnsupported) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
-			t.Errorf("delete namespace: %v", err)
-		}
-	})
-	if err := ns.DisableIPv6(); err != nil {
-		t.Fatal(err)
-	}
+	ns := netnstest.New(t, "tap")
 	cfg.Name, cfg.Netns = "nrtap0", ns.Path()
 	dev, err := tap.Open(cfg)
 	if err != nil {
