@@ -336,26 +336,13 @@ func CPU(ctx context.Context, cfg CPUConfig) ([]CPUResult, error) {
 		for _, mtu := range cfg.MTUs {
 			for _, link := range links {
 				for _, nc := range conns {
-					row := map[string]*CPUResult{}
-					err := abbaRow(ctx, tcps, rounds, cfg.Bytes, func(name string, n int64, measured bool) error {
-						r, err := transferAs(ctx, name, transferSpec{Bytes: n, MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc})
-						if err != nil || !measured {
-							return err
-						}
-						if row[name] == nil {
-							row[name] = &CPUResult{Procs: p}
-						}
-						row[name].add(r)
-						return nil
+					rs, err := abbaRow(ctx, tcps, rounds, cfg.Bytes, CPUResult{Procs: p}, func(name string, n int64) (CPUResult, error) {
+						return transferAs(ctx, name, transferSpec{Bytes: n, MTU: mtu, Link: link, Sink: cfg.Sink, Conns: nc})
 					})
 					if err != nil {
 						return out, err
 					}
-					for _, name := range cpuTCPs {
-						if r := row[name]; r != nil {
-							out = append(out, *r)
-						}
-					}
+					out = append(out, rs...)
 				}
 			}
 		}

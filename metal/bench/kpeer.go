@@ -181,26 +181,13 @@ func KernelCPU(ctx context.Context, cfg KernelCPUConfig) (out []KernelCPUResult,
 	rounds := cfg.Rounds
 	for _, mtu := range cfg.MTUs {
 		for _, dir := range cfg.Dirs {
-			row := map[string]*KernelCPUResult{}
-			err := abbaRow(ctx, cfg.TCPs, rounds, cfg.Bytes, func(name string, n int64, measured bool) error {
-				r, err := run(name, kernelSpec{Bytes: n, MTU: mtu, Dir: dir})
-				if err != nil || !measured {
-					return err
-				}
-				if row[name] == nil {
-					row[name] = &KernelCPUResult{}
-				}
-				row[name].add(r)
-				return nil
+			rs, err := abbaRow(ctx, cfg.TCPs, rounds, cfg.Bytes, KernelCPUResult{}, func(name string, n int64) (KernelCPUResult, error) {
+				return run(name, kernelSpec{Bytes: n, MTU: mtu, Dir: dir})
 			})
 			if err != nil {
 				return out, err
 			}
-			for _, name := range cpuTCPs {
-				if r := row[name]; r != nil {
-					out = append(out, *r)
-				}
-			}
+			out = append(out, rs...)
 		}
 	}
 	return out, nil
