@@ -44,7 +44,8 @@ func ParitySuite() Suite {
 		Paths: []SuitePath{
 			{"parity-20m-10ms", 5_000_000}, {"parity-20m-10ms-stretch", 5_000_000},
 			{"parity-50m-40ms", 12_000_000}, {"parity-50m-40ms-stretch", 12_000_000},
-			{"parity-100m-100ms", 20_000_000}, {"pilot", 8_000_000},
+			{"parity-100m-100ms", 20_000_000}, {"parity-100m-100ms-stretch", 20_000_000},
+			{"pilot", 8_000_000},
 		},
 		Order: repeat([]string{"Linux-cubic", "Linux-bbr", "A", "B", "P"}, 3),
 		Defs: Definitions{"Linux-cubic": "linux:cubic", "Linux-bbr": "linux:bbr",
