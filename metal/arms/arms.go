@@ -7,6 +7,7 @@ package arms
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/netramp/netramp/cc"
@@ -32,6 +33,18 @@ var table = []Arm{
 		"Arm: B (HyStart++ L = 8, half-window card rule, growth past the ACK clock paced)"},
 	{"P", tcp.Options{Arm: cc.ArmB, Pacing: true},
 		"Arm: B, Pacing: true (HyStart++ with L = infinity)"},
+}
+
+// Default is the name of the arm a user gets who sets nothing: the one whose
+// Options equal the zero tcp.Options. The bench's comparisons with the
+// kernel and with gVisor are about this arm.
+func Default() string {
+	for _, a := range table {
+		if reflect.ValueOf(a.Options).IsZero() {
+			return a.Name
+		}
+	}
+	panic("arms: no arm runs the zero tcp.Options")
 }
 
 // All returns a copy of the table, in order: A, B, P.

@@ -2,6 +2,7 @@ package arms
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/netramp/netramp/cc"
@@ -25,5 +26,15 @@ func TestTableRunsTheDocumentedConfigurations(t *testing.T) {
 	}
 	if got := Names(); len(got) != 3 || got[0] != "A" || got[1] != "B" || got[2] != "P" {
 		t.Errorf("Names() = %v", got)
+	}
+}
+
+func TestDefaultIsTheArmOfTheZeroOptions(t *testing.T) {
+	a, err := Lookup(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.ValueOf(a.Options).IsZero() {
+		t.Fatalf("default arm %s runs %+v, want the zero tcp.Options", a.Name, a.Options)
 	}
 }
