@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/netramp/netramp/metal/report"
@@ -53,6 +54,7 @@ func (a linuxArm) Describe() map[string]string {
 		}
 	}
 	return map[string]string{"tcp": "Linux kernel " + rel + ", " + a.cc + " per socket",
+		"retrans": "tcpi_bytes_retrans of both sockets, read as each closes (counted from Linux 4.19; not measured before)",
 		"sysctls": fmt.Sprintf("net.ipv4.tcp_rmem=4096 131072 %[1]d; net.ipv4.tcp_wmem=4096 16384 %[1]d; net.ipv4.tcp_no_metrics_save=1", linuxTCPMem)}
 }
 
@@ -75,8 +77,10 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 	if pr.B.Addr() != sinkAddr.Addr() {
 		return nil, fmt.Errorf("linux pair: sink at %v, want %v", pr.B.Addr(), sinkAddr.Addr())
 	}
+	var retrans retransCount
 	counters := func() map[string]uint64 {
 		m := map[string]uint64{}
+		retrans.into(m)
 		for _, k := range []*linuxpeer.Kernel{pr.A, pr.B} {
 			_ = k.Do(func() error {
 				b, err := os.ReadFile("/proc/thread-self/net/netstat")
@@ -96,13 +100,85 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 		return m
 	}
 	conns, err = runRealRow(ctx, spec,
-		func() (net.Listener, error) { return pr.B.Listen(sinkAddr.Port()) },
-		func(ctx context.Context, _ string) (net.Conn, error) { return pr.A.Dial(ctx, sinkAddr) },
+		func() (net.Listener, error) {
+			ln, err := pr.B.Listen(sinkAddr.Port())
+			return countingListener{ln, &retrans}, err
+		},
+		func(ctx context.Context, _ string) (net.Conn, error) {
+			c, err := pr.A.Dial(ctx, sinkAddr)
+			return retrans.watch(c), err
+		},
 		counters)
 	if spec.Late != nil {
 		spec.Late(pr.Wire().Lateness())
 	}
 	return conns, err
+}
+
+// retransCount is tcp.retransmitted.bytes of a kernel row: the sum of
+// tcpi_bytes_retrans over both sockets of every connection closed so far,
+// each read as its socket closes (both, as this TCP's counter counts both
+// stacks). Per connection it is the difference before and after, as for the
+// other counters. A kernel that does not count them leaves the counter out,
+// so the row's retrans is not measured rather than 0.
+type retransCount struct {
+	mu     sync.Mutex
+	bytes  uint64
+	unread uint64 // sockets whose count could not be read
+}
+
+// into records the count in m; while any socket's could not be read, it
+// records how many (linux.tcp.bytes-retrans.unread, in the evidence) instead.
+func (r *retransCount) into(m map[string]uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// control:bench-linux-retrans-unread-as-zero
+	if r.unread == 0 {
+		m["tcp.retransmitted.bytes"] = r.bytes
+	} else {
+		m["linux.tcp.bytes-retrans.unread"] = r.unread
+	}
+}
+
+// watch returns c reading its count as it closes (nil for nil).
+func (r *retransCount) watch(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	return &countedConn{TCPConn: tc, r: r}
+}
+
+// countedConn is a kernel socket that adds its retransmitted bytes to its
+// row's count when it closes; it keeps CloseWrite and SyscallConn.
+type countedConn struct {
+	*net.TCPConn
+	r    *retransCount
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		n, err := linuxpeer.RetransmittedBytes(c.TCPConn)
+		c.r.mu.Lock()
+		defer c.r.mu.Unlock()
+		if err != nil {
+			c.r.unread++
+		}
+		// control:bench-linux-retrans-not-added
+		c.r.bytes += n
+	})
+	return c.TCPConn.Close()
+}
+
+type countingListener struct {
+	net.Listener
+	r *retransCount
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return l.r.watch(c), err
 }
 
 // parseNetstat reads the header and value lines of one /proc/net/netstat or

@@ -127,8 +127,8 @@ func (r Row) Metrics() map[string]float64 {
 }
 
 // Retransmitted is the row's mean bytes retransmitted per connection
-// (tcp.retransmitted.bytes), and whether every connection counted them: the
-// kernel's and gVisor's rows count retransmitted segments only.
+// (tcp.retransmitted.bytes), and whether every connection counted them:
+// gVisor's rows, and a kernel's before 4.19, count retransmitted segments only.
 func (r Row) Retransmitted() (float64, bool) {
 	if len(r.Conns) == 0 {
 		return 0, false

@@ -82,25 +82,6 @@ func (k *Kernel) Command(ctx context.Context, name string, args ...string) *exec
 	return k.ns.Command(ctx, name, args...)
 }
 
-// TCPInfo returns the kernel's tcp_info for a connection made by Listen or
-// Dial: cwnd, ssthresh, RTT, retransmits, delivery rate.
-func TCPInfo(c net.Conn) (*unix.TCPInfo, error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T is not a kernel socket", ErrBadConfig, c)
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var info *unix.TCPInfo
-	var ierr error
-	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
-		return nil, err
-	}
-	return info, ierr
-}
-
 // newKernel makes a namespace tuned for bulk TCP: IPv6 off, buffer maxima
 // raised past the 4 MB default cap, no cached metrics between connections
 // (a second run must not start from the first run's ssthresh).

@@ -44,6 +44,8 @@ func TestLinuxPairCarriesKernelTCPIntact(t *testing.T) {
 	}{
 		{"clean", symmetric(200e6, 2*time.Millisecond, 0)},
 		{"lossy", symmetric(200e6, 2*time.Millisecond, 0.005)},
+		// A queue that holds all 16 MiB: nothing is dropped at all.
+		{"clean-deep-queue", deep(symmetric(200e6, 2*time.Millisecond, 0), 64<<20)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,8 +91,35 @@ func TestLinuxPairCarriesKernelTCPIntact(t *testing.T) {
 			if c.path.AtoB.Loss > 0 && ab.DropLoss == 0 {
 				t.Error("lossy path dropped nothing")
 			}
+			// The sender's tcpi_bytes_retrans: a frame A sent that the wire
+			// dropped must show as retransmitted bytes; a path that dropped
+			// none of A's frames, none.
+			rb, err := linuxpeer.RetransmittedBytes(a)
+			if errors.Is(err, linuxpeer.ErrNoBytesRetrans) {
+				t.Skipf("skipping the retransmitted bytes: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("A retransmitted %d bytes (%d segments)", rb, info.Total_retrans)
+			dropped := ab.DropLoss + ab.DropQueue
+			if c.path.AtoB.QueueBytes > 16<<20 && dropped != 0 {
+				t.Errorf("the deep queue dropped %d of A's frames: the case is not clean", dropped)
+			}
+			switch {
+			case dropped > 0 && rb == 0:
+				t.Errorf("the wire dropped %d of A's frames, and A counts no retransmitted bytes", dropped)
+			case dropped == 0 && rb != 0:
+				t.Errorf("the wire dropped none of A's frames, and A counts %d retransmitted bytes", rb)
+			}
 		})
 	}
+}
+
+// deep gives both directions of cfg a drop-tail queue of n bytes.
+func deep(cfg wire.Config, n int) wire.Config {
+	cfg.AtoB.QueueBytes, cfg.BtoA.QueueBytes = n, n
+	return cfg
 }
 
 func congestionControl(c net.Conn) (string, error) {

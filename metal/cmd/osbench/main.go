@@ -8,6 +8,7 @@
 //	osbench row [flags]        one row of a built-in arm, as JSON lines (the subprocess arm)
 //	osbench cpu [flags]        CPU cost of a bulk transfer: this TCP against gVisor's, MTU 1500 and 9000, without offload, with TSO, and with TSO and GRO; -conns 1,100,10000 spreads each row over that many connections at once
 //	osbench mem [flags]        heap per connection (idle, half-open, 64 KB unacked, 64 KB unread) against gVisor
+//	osbench figures [flags]    some arms' rows of a suite's evidence as JSON (the kernel's parity figures a host test holds this TCP to)
 //	osbench soak [flags]       many clients against one listener for virtual hours under churn and faults; non-zero exit on a failed check
 package main
 
@@ -59,8 +60,10 @@ func main() {
 		err = runMem(ctx, args)
 	case "soak":
 		err = runSoak(args)
+	case "figures":
+		err = runFigures(args)
 	default:
-		err = fmt.Errorf("unknown command %q (want sink, source, row, cpu, mem, soak, or none for the bench)", cmd)
+		err = fmt.Errorf("unknown command %q (want sink, source, row, cpu, mem, soak, figures, or none for the bench)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "osbench:", err)

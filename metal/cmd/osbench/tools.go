@@ -16,6 +16,7 @@ import (
 
 	"github.com/netramp/netramp/metal/bench"
 	"github.com/netramp/netramp/metal/osbench"
+	"github.com/netramp/netramp/metal/report"
 )
 
 // runSink accepts connections one after another and prints each receiver's
@@ -273,5 +274,42 @@ func runMem(ctx context.Context, args []string) error {
 		fmt.Printf("osbench mem: live heap per connection end, %d connections per case, both ends in one process (half-open: the listener's end only)\n\n", *conns)
 		bench.WriteMem(os.Stdout, rs)
 	}
+	return err
+}
+
+// runFigures prints the rows of some arms from a suite's evidence folder as
+// report.Figures JSON: by default the kernel's rows on the parity suite's
+// parity-* paths, the figures host_tests holds the default arm to.
+//
+//	osbench figures -evidence evidence/suite-parity-<UTC> -command 'sudo go run ./metal/cmd/osbench -suite parity' > host_tests/testdata/kernel-parity-<date>.json
+func runFigures(args []string) error {
+	fs := flag.NewFlagSet("osbench figures", flag.ContinueOnError)
+	evidence := fs.String("evidence", "", "the suite's evidence folder (required)")
+	var parity []string
+	for _, p := range bench.ParitySuite().Paths {
+		if strings.HasPrefix(p.Preset, "parity-") {
+			parity = append(parity, p.Preset)
+		}
+	}
+	paths := fs.String("paths", strings.Join(parity, ","), "comma-separated presets (sub-folders of -evidence)")
+	armList := fs.String("arms", "Linux-cubic,Linux-bbr", "comma-separated arms whose rows to keep")
+	command := fs.String("command", "", "the command that ran the suite, for the record (required)")
+	note := fs.String("note", "", "anything else the record needs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *evidence == "" || *command == "" {
+		return errors.New("figures: -evidence and -command are required")
+	}
+	f, err := report.ReadFigures(*evidence, strings.Split(*paths, ","), strings.Split(*armList, ","))
+	if err != nil {
+		return err
+	}
+	f.Command, f.Note = *command, *note
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(append(b, '\n'))
 	return err
 }
