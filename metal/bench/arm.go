@@ -38,8 +38,9 @@ type RowSpec struct {
 	// Progress, if set, is told when each connection starts (from 0).
 	Progress func(conn int)
 	// Late, if set, is given the lateness of the real-time wire a row ran
-	// on, once the row ends; arms on no such wire never call it.
-	Late func(wire.Lateness)
+	// on and its receivers' input lag (wire.Wire.InputLag), once the row
+	// ends; arms on no such wire never call it.
+	Late func(late, lag wire.Lateness)
 }
 
 // Arm is one side of a comparison.

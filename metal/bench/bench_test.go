@@ -219,7 +219,7 @@ func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 			}
 			var late wire.Lateness
 			conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 2_000_000, Conns: 2, Seed: 1,
-				Late: func(l wire.Lateness) { late = l }})
+				Late: func(l, _ wire.Lateness) { late = l }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,12 +341,13 @@ func TestQEMUHookIsUnavailableWithoutAnImageFile(t *testing.T) {
 }
 
 // slowRealArm stands for a real-time emulated arm: its wire reports a p99
-// lateness of 1 ms and it returns fixed records, so only the lateness rule
-// decides its fate.
+// lateness of 1 ms and an input lag with a 4 ms maximum, and it returns
+// fixed records, so only the lateness rule decides its fate.
 type slowRealArm struct{ loopbackArm }
 
 func (s *slowRealArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
-	spec.Late(wire.Lateness{Frames: 100, P50: time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond})
+	spec.Late(wire.Lateness{Frames: 100, P50: time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond},
+		wire.Lateness{Frames: 100, P50: 2 * time.Microsecond, P99: 30 * time.Microsecond, Max: 4 * time.Millisecond})
 	m := osbench.NewMeter(time.Unix(0, 0))
 	m.Add(time.Unix(0, 0), 1000)
 	m.Add(time.Unix(1, 0), 1000)
@@ -369,8 +370,9 @@ func TestLateRealTimeRowsAreShownButNotJudged(t *testing.T) {
 		if got := res.Verdicts[0].Status.String(); got != c.status {
 			t.Fatalf("limit %v: %s, want %s\n%s", c.limit, got, c.status, out.String())
 		}
-		if !strings.Contains(out.String(), "wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames)") {
-			t.Fatalf("no lateness shown:\n%s", out.String())
+		// The input lag is shown beside the lateness and rejects nothing.
+		if !strings.Contains(out.String(), "wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames); input lag p50 0.002 ms, p99 0.030 ms, max 4.000 ms (100 frames)") {
+			t.Fatalf("no lateness and input lag shown:\n%s", out.String())
 		}
 		if c.status == "NOT JUDGED" && (!strings.Contains(out.String(), "REJECTED for the verdict") || !strings.Contains(res.Verdicts[0].Detail, "ran late")) {
 			t.Fatalf("rejection not stated:\n%s", out.String())

@@ -95,7 +95,7 @@ func TestLateKernelRowsStillGiveALineAboutLinux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := "its real-time emulator ran late (p99 1.000 ms > 0.500 ms); wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames)"
+	late := "its real-time emulator ran late (p99 1.000 ms > 0.500 ms); wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames); input lag p50 0.002 ms, p99 0.030 ms, max 4.000 ms (100 frames)"
 	for _, want := range []string{
 		"vs-linux on recv_100ms, recv_300ms, recv_1s, recv_2s, goodput, retrans: NOT JUDGED: arm Linux: row 1 rejected: " + late + "; row 4 rejected: " + late,
 		"  B vs Linux: NOT JUDGED on every metric",

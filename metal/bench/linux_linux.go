@@ -100,7 +100,7 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 		func(ctx context.Context, _ string) (net.Conn, error) { return pr.A.Dial(ctx, sinkAddr) },
 		counters)
 	if spec.Late != nil {
-		spec.Late(pr.Wire().Lateness())
+		spec.Late(pr.Wire().Lateness(), pr.Wire().InputLag())
 	}
 	return conns, err
 }

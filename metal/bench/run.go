@@ -191,7 +191,7 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: nb, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
 			Progress: func(c int) { prog.conn(c) }}
 		var late *report.Lateness
-		spec.Late = func(l wire.Lateness) { late = rowLateness(l) }
+		spec.Late = func(l, lag wire.Lateness) { late = rowLateness(l, lag) }
 		conns, err := a.RunRow(ctx, spec)
 		if late != nil {
 			judgeLateness(&row, late, cfg.lateLimit())
