@@ -71,9 +71,10 @@ type Arm interface {
 //	boot:qemu[:arm]   the QEMU hook, the image's source on arm A, B (default), P or gvisor (see boot.go)
 type Definitions map[string]string
 
-// DefaultDefinitions name the built-in arms.
+// DefaultDefinitions name the built-in arms, the default arm's real-time
+// row (RealDefault) among them.
 func DefaultDefinitions() Definitions {
-	return Definitions{"A": "A", "B": "B", "P": "P", "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
+	return Definitions{"A": "A", "B": "B", "P": "P", RealDefault: RealDefault, "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
 }
 
 // ParseDefinitions reads "Name=def,Name=def" on top of the defaults.
