@@ -200,8 +200,9 @@ func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
 
 // TestRealTimeArmsCarryARowOnTheWire runs a small row of each real-time
 // emulated arm on the real-time wire: the kernel's (where the host allows),
-// and ours. Every byte arrives, the arm's counters are recorded, and the
-// wire's lateness is handed to the runner. No timing is asserted.
+// and ours. Every byte arrives, the arm's counters are recorded (the
+// wire's drop.input among them, for every arm), and the wire's lateness and
+// its receivers' input lag are handed to the runner. No timing is asserted.
 func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 	for _, c := range []struct{ def, counter string }{
 		{"linux", "tcp.rto"}, {"linux:bbr", "tcp.rto"}, {"rt:B", "tcp.sent.bytes"},
@@ -217,9 +218,9 @@ func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 			if a.Timebase() != Real {
 				t.Fatalf("time base %s, want %s", a.Timebase(), Real)
 			}
-			var late wire.Lateness
+			var late, lag wire.Lateness
 			conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 2_000_000, Conns: 2, Seed: 1,
-				Late: func(l, _ wire.Lateness) { late = l }})
+				Late: func(l, g wire.Lateness) { late, lag = l, g }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,12 +231,17 @@ func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 				if c2.Report.Bytes != 2_000_000 || c2.Report.Version != osbench.Version {
 					t.Fatalf("report %+v", c2.Report)
 				}
-				if _, ok := c2.Counters[c.counter]; !ok {
-					t.Errorf("no %s counter: %v", c.counter, c2.Counters)
+				for _, name := range []string{c.counter, "nic.a2b.drop.input"} {
+					if _, ok := c2.Counters[name]; !ok {
+						t.Errorf("no %s counter: %v", name, c2.Counters)
+					}
 				}
 			}
 			if late.Frames == 0 {
 				t.Errorf("the wire's lateness was not reported")
+			}
+			if lag.Frames == 0 {
+				t.Errorf("the receivers' input lag was not reported")
 			}
 			t.Logf("%s: goodput %.1f MB/s; %v", c.def, conns[0].Report.GoodputMBps, late)
 		})

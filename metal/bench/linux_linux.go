@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/linuxpeer"
 	"github.com/netramp/netramp/nic/netns"
@@ -75,8 +76,14 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 	if pr.B.Addr() != sinkAddr.Addr() {
 		return nil, fmt.Errorf("linux pair: sink at %v, want %v", pr.B.Addr(), sinkAddr.Addr())
 	}
-	counters := func() map[string]uint64 {
-		m := map[string]uint64{}
+	// The wire's own counters too, as for the in-process arms: drop.input
+	// shows the frames lost because the TUN writes fell a whole input queue
+	// behind.
+	reg := counters.NewRegistry()
+	pr.Wire().Counters(reg, "nic")
+	snapshot := func() map[string]uint64 {
+		// control:bench-linux-no-wire-counters
+		m := reg.Snapshot()
 		for _, k := range []*linuxpeer.Kernel{pr.A, pr.B} {
 			_ = k.Do(func() error {
 				b, err := os.ReadFile("/proc/thread-self/net/netstat")
@@ -98,7 +105,7 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 	conns, err = runRealRow(ctx, spec,
 		func() (net.Listener, error) { return pr.B.Listen(sinkAddr.Port()) },
 		func(ctx context.Context, _ string) (net.Conn, error) { return pr.A.Dial(ctx, sinkAddr) },
-		counters)
+		snapshot)
 	if spec.Late != nil {
 		spec.Late(pr.Wire().Lateness(), pr.Wire().InputLag())
 	}
