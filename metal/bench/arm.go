@@ -38,8 +38,9 @@ type RowSpec struct {
 	// Progress, if set, is told when each connection starts (from 0).
 	Progress func(conn int)
 	// Late, if set, is given the lateness of the real-time wire a row ran
-	// on, once the row ends; arms on no such wire never call it.
-	Late func(wire.Lateness)
+	// on and its receivers' input lag (wire.Wire.InputLag), once the row
+	// ends; arms on no such wire never call it.
+	Late func(late, lag wire.Lateness)
 }
 
 // Arm is one side of a comparison.
@@ -70,9 +71,10 @@ type Arm interface {
 //	boot:qemu[:arm]   the QEMU hook, the image's source on arm A, B (default), P or gvisor (see boot.go)
 type Definitions map[string]string
 
-// DefaultDefinitions name the built-in arms.
+// DefaultDefinitions name the built-in arms, the default arm's real-time
+// row (RealDefault) among them.
 func DefaultDefinitions() Definitions {
-	return Definitions{"A": "A", "B": "B", "P": "P", "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
+	return Definitions{"A": "A", "B": "B", "P": "P", RealDefault: RealDefault, "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
 }
 
 // ParseDefinitions reads "Name=def,Name=def" on top of the defaults.

@@ -200,8 +200,9 @@ func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
 
 // TestRealTimeArmsCarryARowOnTheWire runs a small row of each real-time
 // emulated arm on the real-time wire: the kernel's (where the host allows),
-// and ours. Every byte arrives, the arm's counters are recorded, and the
-// wire's lateness is handed to the runner. No timing is asserted.
+// and ours. Every byte arrives, the arm's counters are recorded (the
+// wire's drop.input among them, for every arm), and the wire's lateness and
+// its receivers' input lag are handed to the runner. No timing is asserted.
 func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 	for _, c := range []struct{ def, counter string }{
 		{"linux", "tcp.retransmitted.bytes"}, {"linux:bbr", "tcp.retransmitted.bytes"}, {"rt:B", "tcp.sent.bytes"},
@@ -217,9 +218,9 @@ func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 			if a.Timebase() != Real {
 				t.Fatalf("time base %s, want %s", a.Timebase(), Real)
 			}
-			var late wire.Lateness
+			var late, lag wire.Lateness
 			conns, err := a.RunRow(context.Background(), RowSpec{Preset: "t14", Dir: osbench.Upload, Bytes: 2_000_000, Conns: 2, Seed: 1,
-				Late: func(l wire.Lateness) { late = l }})
+				Late: func(l, g wire.Lateness) { late, lag = l, g }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,12 +231,17 @@ func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 				if c2.Report.Bytes != 2_000_000 || c2.Report.Version != osbench.Version {
 					t.Fatalf("report %+v", c2.Report)
 				}
-				if _, ok := c2.Counters[c.counter]; !ok {
-					t.Errorf("no %s counter: %v", c.counter, c2.Counters)
+				for _, name := range []string{c.counter, "nic.a2b.drop.input"} {
+					if _, ok := c2.Counters[name]; !ok {
+						t.Errorf("no %s counter: %v", name, c2.Counters)
+					}
 				}
 			}
 			if late.Frames == 0 {
 				t.Errorf("the wire's lateness was not reported")
+			}
+			if lag.Frames == 0 {
+				t.Errorf("the receivers' input lag was not reported")
 			}
 			t.Logf("%s: goodput %.1f MB/s; %v", c.def, conns[0].Report.GoodputMBps, late)
 		})
@@ -371,12 +377,13 @@ func TestQEMUHookIsUnavailableWithoutAnImageFile(t *testing.T) {
 }
 
 // slowRealArm stands for a real-time emulated arm: its wire reports a p99
-// lateness of 1 ms and it returns fixed records, so only the lateness rule
-// decides its fate.
+// lateness of 1 ms and an input lag with a 4 ms maximum, and it returns
+// fixed records, so only the lateness rule decides its fate.
 type slowRealArm struct{ loopbackArm }
 
 func (s *slowRealArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
-	spec.Late(wire.Lateness{Frames: 100, P50: time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond})
+	spec.Late(wire.Lateness{Frames: 100, P50: time.Microsecond, P99: time.Millisecond, Max: 2 * time.Millisecond},
+		wire.Lateness{Frames: 100, P50: 2 * time.Microsecond, P99: 30 * time.Microsecond, Max: 4 * time.Millisecond})
 	m := osbench.NewMeter(time.Unix(0, 0))
 	m.Add(time.Unix(0, 0), 1000)
 	m.Add(time.Unix(1, 0), 1000)
@@ -399,8 +406,9 @@ func TestLateRealTimeRowsAreShownButNotJudged(t *testing.T) {
 		if got := res.Verdicts[0].Status.String(); got != c.status {
 			t.Fatalf("limit %v: %s, want %s\n%s", c.limit, got, c.status, out.String())
 		}
-		if !strings.Contains(out.String(), "wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames)") {
-			t.Fatalf("no lateness shown:\n%s", out.String())
+		// The input lag is shown beside the lateness and rejects nothing.
+		if !strings.Contains(out.String(), "wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames); input lag p50 0.002 ms, p99 0.030 ms, max 4.000 ms (100 frames)") {
+			t.Fatalf("no lateness and input lag shown:\n%s", out.String())
 		}
 		if c.status == "NOT JUDGED" && (!strings.Contains(out.String(), "REJECTED for the verdict") || !strings.Contains(res.Verdicts[0].Detail, "ran late")) {
 			t.Fatalf("rejection not stated:\n%s", out.String())

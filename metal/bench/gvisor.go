@@ -88,7 +88,7 @@ func (gvisorArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error
 			return c, nil
 		}, counters)
 	if spec.Late != nil {
-		spec.Late(w.Lateness())
+		spec.Late(w.Lateness(), w.InputLag())
 	}
 	return conns, err
 }

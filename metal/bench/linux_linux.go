@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/linuxpeer"
 	"github.com/netramp/netramp/nic/netns"
@@ -78,8 +79,14 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 		return nil, fmt.Errorf("linux pair: sink at %v, want %v", pr.B.Addr(), sinkAddr.Addr())
 	}
 	var retrans retransCount
-	counters := func() map[string]uint64 {
-		m := map[string]uint64{}
+	// The wire's own counters too, as for the in-process arms: drop.input
+	// shows the frames lost because the TUN writes fell a whole input queue
+	// behind.
+	reg := counters.NewRegistry()
+	pr.Wire().Counters(reg, "nic")
+	snapshot := func() map[string]uint64 {
+		// control:bench-linux-no-wire-counters
+		m := reg.Snapshot()
 		retrans.into(m)
 		for _, k := range []*linuxpeer.Kernel{pr.A, pr.B} {
 			_ = k.Do(func() error {
@@ -108,9 +115,9 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 			c, err := pr.A.Dial(ctx, sinkAddr)
 			return retrans.watch(c), err
 		},
-		counters)
+		snapshot)
 	if spec.Late != nil {
-		spec.Late(pr.Wire().Lateness())
+		spec.Late(pr.Wire().Lateness(), pr.Wire().InputLag())
 	}
 	return conns, err
 }

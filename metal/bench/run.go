@@ -14,17 +14,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/judge"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/wire"
 )
 
-// DefaultOrder is the row order of the default bench: the kernel brackets
-// three A/B/P triples, gVisor's TCP runs inside the brackets. P (B with
-// pacing, HyStart++ with L = infinity) runs by default so that measurement,
-// not argument, decides whether pacing should become the default arm.
-var DefaultOrder = []string{"Linux", "gVisor", "A", "B", "P", "A", "B", "P", "A", "B", "P", "gVisor", "Linux"}
+// RealDefault names the default arm's real-time row ("rt:" and
+// arms.Default()): this TCP with the zero options, in process, on the same
+// real-time wire as the kernel's and gVisor's rows, so that the default
+// rules compare it with them on one time base.
+var RealDefault = "rt:" + arms.Default()
+
+// DefaultOrder is the row order of the default bench: three real-time
+// triples of the kernel, the default arm in real time and gVisor, each in a
+// different order, alternate with three virtual-time A/B/P triples. P (B
+// with pacing, HyStart++ with L = infinity) runs by default so that
+// measurement, not argument, decides whether pacing should become the
+// default arm.
+var DefaultOrder = []string{
+	// control:bench-default-order-without-real-default
+	"Linux", RealDefault, "gVisor", "A", "B", "P",
+	"gVisor", RealDefault, "Linux", "A", "B", "P",
+	"Linux", "gVisor", RealDefault, "A", "B", "P",
+}
 
 // ErrNoRules is returned when a run is asked to start without a rule file.
 var ErrNoRules = errors.New("bench: no rule file: the rules must be written before the run")
@@ -191,7 +205,7 @@ func runWith(ctx context.Context, cfg Config, given map[string]Arm) (*Result, er
 		spec := RowSpec{Preset: cfg.Preset, Dir: cfg.Dir, Bytes: nb, Conns: cfg.Conns, Seed: cfg.Seed + int64(k),
 			Progress: func(c int) { prog.conn(c) }}
 		var late *report.Lateness
-		spec.Late = func(l wire.Lateness) { late = rowLateness(l) }
+		spec.Late = func(l, lag wire.Lateness) { late = rowLateness(l, lag) }
 		conns, err := a.RunRow(ctx, spec)
 		if late != nil {
 			judgeLateness(&row, late, cfg.lateLimit())

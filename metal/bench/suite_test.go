@@ -107,7 +107,7 @@ func (s *scriptArm) RunRow(_ context.Context, spec RowSpec) ([]report.Conn, erro
 	if r.late {
 		p99 = 2 * time.Millisecond
 	}
-	spec.Late(wire.Lateness{Frames: 100, P50: 10 * time.Microsecond, P99: p99, Max: 3 * time.Millisecond})
+	spec.Late(wire.Lateness{Frames: 100, P50: 10 * time.Microsecond, P99: p99, Max: 3 * time.Millisecond}, wire.Lateness{})
 	if r.fail {
 		return nil, errors.New("connection reset")
 	}

@@ -55,10 +55,16 @@ type Row struct {
 }
 
 // Lateness is a real-time emulator's lateness over one row: frames handed
-// over, and the median, 99th percentile and maximum of how late they were.
+// over, and the median, 99th percentile and maximum of how late they were;
+// and the receivers' input lag over the same row: frames taken in, and how
+// long each took from the emulator's handover to the end of its delivery to
+// the stack or the kernel.
 type Lateness struct {
 	Frames        uint64
 	P50, P99, Max time.Duration
+
+	LagFrames              uint64
+	LagP50, LagP99, LagMax time.Duration
 }
 
 // Goodput is the row's median connection goodput, MB/s.

@@ -32,7 +32,9 @@ func attach(dev *tap.Device, ep *wire.Endpoint) *bridge {
 	return b
 }
 
-// DeliverFrame implements wire.FrameSink. A write the device refuses is a
+// DeliverFrame implements wire.FrameSink. A real-time wire calls it from
+// the endpoint's input goroutine, never from its releasing thread: the write
+// runs the kernel's receive path inline. A write the device refuses is a
 // drop, as on a link; the kernel's TCP recovers from it like from a loss.
 func (b *bridge) DeliverFrame(frame []byte) {
 	b.mu.Lock()

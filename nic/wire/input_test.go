@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -65,5 +66,153 @@ func TestRealTimeWireDoesNotWaitForAStack(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("B's stack got %d of %d frames", i, n)
 		}
+	}
+}
+
+// stuckSink is a FrameSink whose first delivery blocks until released, as a
+// TUN write running the kernel's receive path; it logs every frame's id.
+type stuckSink struct {
+	entered chan struct{} // closed when the first delivery starts
+	release chan struct{}
+	once    sync.Once
+	frameLog
+}
+
+func newStuckSink() *stuckSink {
+	return &stuckSink{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *stuckSink) DeliverFrame(b []byte) {
+	s.once.Do(func() {
+		close(s.entered)
+		<-s.release
+	})
+	s.frameLog.DeliverFrame(b)
+}
+
+// waitFor polls cond for up to 10 s (a generous bound, not a timing claim)
+// and reports whether it came true.
+func waitFor(cond func() bool) bool {
+	end := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// delivered returns how many frames the wire has handed over A to B.
+func delivered(w *Wire) uint64 {
+	ab, _ := w.Stats()
+	return ab.DeliveredFrames
+}
+
+// TestRealTimeWireDoesNotWaitForASink: on a real-time wire, a sink that
+// blocks in a delivery (a TUN write doing the kernel's receive work) does
+// not hold the releasing thread: every frame behind it is handed over,
+// queued and measured for lateness while the sink is stuck, and once it
+// returns the sink gets every frame, in order.
+func TestRealTimeWireDoesNotWaitForASink(t *testing.T) {
+	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := newStuckSink()
+	w.B().AttachSink(s)
+	const n = 50
+	for i := uint32(0); i < n; i++ {
+		if terr := w.A().WriteFrame(data(i, 100)); terr != nil {
+			t.Fatal(terr)
+		}
+	}
+	<-s.entered
+	if !waitFor(func() bool { return delivered(w) == n }) {
+		t.Fatalf("%d of %d frames handed over while B's sink was stuck", delivered(w), n)
+	}
+	if l := w.Lateness(); l.Frames < n {
+		t.Fatalf("lateness measured for %d frames, want ≥ %d", l.Frames, n)
+	}
+	close(s.release)
+	if !waitFor(func() bool { return s.count() == n }) {
+		t.Fatalf("B's sink got %d of %d frames", s.count(), n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, id := range s.ids {
+		if id != uint32(i) {
+			t.Fatalf("B's sink got frame %d as its %d-th", id, i)
+		}
+	}
+}
+
+// TestRealTimeFullInputQueueIsACountedDrop: a receiver that falls a whole
+// input queue behind loses what does not fit, each frame counted as
+// DropInput, as a full receive ring drops; what fits arrives in order.
+func TestRealTimeFullInputQueueIsACountedDrop(t *testing.T) {
+	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := newStuckSink()
+	w.B().AttachSink(s)
+	if terr := w.A().WriteFrame(data(0, 100)); terr != nil {
+		t.Fatal(terr)
+	}
+	<-s.entered // frame 0 is out of the queue, in the stuck delivery
+	const over = 7
+	n := uint32(1 + rxQueueMax + over)
+	for i := uint32(1); i < n; i++ {
+		if terr := w.A().WriteFrame(data(i, 100)); terr != nil {
+			t.Fatal(terr)
+		}
+	}
+	if !waitFor(func() bool { return delivered(w) == uint64(n) }) {
+		t.Fatalf("%d of %d frames handed over", delivered(w), n)
+	}
+	if ab, _ := w.Stats(); ab.DropInput != over {
+		t.Fatalf("DropInput %d, want %d", ab.DropInput, over)
+	}
+	close(s.release)
+	if !waitFor(func() bool { return s.count() == 1+rxQueueMax }) {
+		t.Fatalf("B's sink got %d of %d frames", s.count(), 1+rxQueueMax)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, id := range s.ids {
+		if id != uint32(i) {
+			t.Fatalf("B's sink got frame %d as its %d-th", id, i)
+		}
+	}
+}
+
+// TestInputLagSpansTheReceiversDelivery: InputLag counts every frame
+// delivered, and a frame whose delivery the receiver held for hold has a
+// lag of at least hold (a lower bound only: a loaded host adds to it).
+func TestInputLagSpansTheReceiversDelivery(t *testing.T) {
+	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := newStuckSink()
+	w.B().AttachSink(s)
+	const n, hold = 5, 20 * time.Millisecond
+	for i := uint32(0); i < n; i++ {
+		if terr := w.A().WriteFrame(data(i, 100)); terr != nil {
+			t.Fatal(terr)
+		}
+	}
+	<-s.entered
+	time.Sleep(hold)
+	close(s.release)
+	if !waitFor(func() bool { return w.InputLag().Frames == n }) {
+		t.Fatalf("input lag measured for %d of %d frames", w.InputLag().Frames, n)
+	}
+	if l := w.InputLag(); l.Max < hold || l.P99 < hold {
+		t.Fatalf("input lag max %v, p99 %v: the held frame's lag is at least %v", l.Max, l.P99, hold)
 	}
 }

@@ -93,8 +93,8 @@ func (b *spinBudget) add(d time.Duration) { b.spun += d }
 // (through a TUN device, Endpoint.WriteFrame and AttachSink) and from stacks
 // in this process cross the same Config, presets, queue defaults and ACK
 // aggregation as in virtual time. Stats report each direction's lateness:
-// how late each frame was handed over against its schedule. Close stops the
-// thread.
+// how late each frame was handed over against its schedule; InputLag, how
+// long the receivers then took (input.go). Close stops the thread.
 func NewRealTime(cfg Config) (*Wire, error) {
 	w, err := New(tcpip.NewStdClock(), cfg)
 	if err != nil {
@@ -270,76 +270,6 @@ func (w *Wire) waitUntil(at time.Duration) waitResult {
 			}
 			r.budget.add(w.now() - now)
 			return waitDue
-		}
-	}
-}
-
-// rxQueue is a real-time endpoint's input queue. The releasing thread hands
-// a frame for a stack over here, as a card hands it to its host's receive
-// queue, and the frame's lateness is measured at that handover; the stack
-// processes it on its own goroutine. Were the releasing thread to run the
-// stack's input itself, it would wait on the stack's locks, held by
-// ordinary threads that a loaded host deschedules for milliseconds, and
-// every frame behind would leave late. The kernel's frames are handed over
-// the same way: a TUN write queues them for the kernel's own input.
-type rxQueue struct {
-	frames [][]byte // guarded by the wire's lock
-	wake   chan struct{}
-}
-
-// rxQueueMax bounds an input queue, as a host's receive ring is bounded: a
-// stack that falls this far behind loses frames, counted as DropInput.
-const rxQueueMax = 4096
-
-// putLocked queues frame, or reports false if the queue is full.
-func (q *rxQueue) putLocked(frame []byte) bool {
-	if len(q.frames) >= rxQueueMax {
-		return false
-	}
-	q.frames = append(q.frames, frame)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// input delivers e's queued frames to its stack, in order, until the wire
-// closes.
-func (w *Wire) input(e *Endpoint) {
-	q := e.rx
-	var batch [][]byte
-	for {
-		select {
-		case <-q.wake:
-		case <-w.rt.stop:
-			return
-		}
-		for {
-			w.mu.Lock()
-			batch = append(batch[:0], q.frames...)
-			clear(q.frames)
-			q.frames = q.frames[:0]
-			w.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			disp, _ := e.receivers()
-			for _, f := range batch {
-				if disp != nil {
-					dispatch(disp, f)
-				}
-			}
-			w.mu.Lock()
-			for _, f := range batch {
-				if disp == nil {
-					e.out.reverse.stats.DropDetached++
-					e.out.reverse.ctr.add(&e.out.reverse.ctr.dropDetached, 1)
-				}
-				w.putBufLocked(f)
-			}
-			w.mu.Unlock()
-			clear(batch)
 		}
 	}
 }

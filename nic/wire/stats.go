@@ -21,7 +21,7 @@ type DirStats struct {
 	FragNeeded                      uint64 // ICMPv4 fragmentation-needed sent back for them (PathMTU)
 	Fragmented                      uint64 // packets without DF cut into fragments (PathMTU)
 	DropDetached                    uint64 // far endpoint had no dispatcher or was closed
-	DropInput                       uint64 // real time: the far stack's input queue was full
+	DropInput                       uint64 // real time: the receiver's input queue was full
 	Corrupted                       uint64 // delivered with a flipped byte
 	Duplicated                      uint64 // delivered a second time
 	AcksHeld                        uint64 // pure ACKs held by the aggregator
@@ -90,7 +90,7 @@ func (w *Wire) RegisterCounters(r *counters.Registry, prefix string) error {
 			{&c.fragNeeded, "icmp.frag-needed", "ICMPv4 fragmentation-needed messages sent back for packets larger than the path MTU", s.FragNeeded},
 			{&c.fragmented, "fragmented", "packets without DF cut into fragments to fit the path MTU", s.Fragmented},
 			{&c.dropDetached, "drop.detached", "frames that arrived at an endpoint with no dispatcher", s.DropDetached},
-			{&c.dropInput, "drop.input", "frames a real-time wire dropped because the receiving stack's input queue was full", s.DropInput},
+			{&c.dropInput, "drop.input", "frames a real-time wire dropped because the receiver's input queue (a stack's or a sink's) was full", s.DropInput},
 			{&c.corrupted, "corrupted", "frames delivered with one byte flipped", s.Corrupted},
 			{&c.duplicated, "duplicated", "frames delivered twice", s.Duplicated},
 			{&c.acksHeld, "ack.held", "pure ACKs held by the ACK aggregator", s.AcksHeld},

@@ -366,9 +366,10 @@ func (w *Wire) deliverLocked(it work) {
 	w.pcapLocked(d.to.side, it.frame)
 	queued := false
 	// control:wire-stack-input-on-releaser
-	if sink == nil && d.to.rx != nil {
-		// Real time: the stack's input goroutine takes it from here.
-		if !d.to.rx.putLocked(it.frame) {
+	if d.to.rx != nil {
+		// Real time: the endpoint's input goroutine takes it from here, to
+		// its stack or its sink.
+		if !d.to.rx.putLocked(it.frame, w.now()) {
 			d.stats.DropInput++
 			d.ctr.add(&d.ctr.dropInput, 1)
 			w.putBufLocked(it.frame)
@@ -522,6 +523,7 @@ type direction struct {
 	stats DirStats
 	ctr   dirCounters
 	late  latHist // real time: how late each frame was handed over
+	lag   latHist // real time: handover to the receiver's return (input.go)
 }
 
 type queued struct {
