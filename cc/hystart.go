@@ -174,9 +174,10 @@ func rttThresh(lastRoundMin time.Duration) time.Duration {
 // path this exit fired in 4 of 5 connections where the field's metal rows
 // (RFC CSS) show none, so arm B keeps CSS_ROUNDS. Arm D takes it: its
 // growth is paced, and the bursts its ACK clock releases are each ACK's own
-// delivery, which the path carried a round before; on the t14 path it
-// exited in 1 of 5 connections, and its 100 ms mark is 7.4 MB against the
-// kernel's 4.6–5.3 (B 2.6). It is what ends D's slow start on
+// delivery, which the path carried a round before; on the t14 path (three
+// rows of 5 × 250 MB) it exited in 2 to 4 connections of 5, retransmitted
+// nothing, and its 100 ms mark is 6.1–7.4 MB against the kernel's 4.6–5.3
+// (B 2.0–2.6). It is what ends D's slow start on
 // parity-50m-40ms at 329 KB with nothing lost, where arm B's CSS_ROUNDS
 // grew to 1.22 MB on a 250 KB path and lost 45 KB. Both departures are
 // safe: each only ends growth sooner, never grows more than §4.2.
