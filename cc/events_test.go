@@ -301,7 +301,7 @@ func TestStateReportsTheLastAcksGrowth(t *testing.T) {
 
 func TestArmAndStopReasonNames(t *testing.T) {
 	cases := map[string]string{
-		ArmA.String(): "A", ArmB.String(): "B", Arm(9).String(): "Arm(9)",
+		ArmA.String(): "A", ArmB.String(): "B", ArmD.String(): "D", Arm(9).String(): "Arm(9)",
 		StopApp.String(): "app", StopPeerWindow.String(): "peer-window", StopCwnd.String(): "cwnd",
 		StopCard.String(): "card", StopReason(9).String(): "StopReason(9)",
 	}
