@@ -27,14 +27,22 @@ import (
 	"github.com/netramp/netramp/counters"
 )
 
-// Arm selects the growth policy; the A/B bench compares the two.
+// Arm selects the growth policy; the A/B bench compares them.
 type Arm int
 
 const (
-	// ArmB is the default: HyStart++ with L = 8 (or unlimited when pacing) in
-	// the initial slow start, the half-window card rule, and what goes past
-	// its ACK clock paced (ClockPacing).
-	ArmB Arm = iota
+	// ArmD is the default (the zero Arm): arm B's ACK clock, unpaced initial
+	// window and card rule, with HyStart++'s L = infinity and the departures
+	// that keep it from overshooting the queue (hystart.go: a stretch ACK
+	// counted as the samples it stands for, the second-rise exit). Slow
+	// start grows by every segment an ACK delivers, as the kernel does on
+	// stretch ACKs; what goes past the ACK clock is paced (ClockPacing).
+	ArmD Arm = iota
+	// ArmB keeps the seed's rules: HyStart++ with L = 8 (or unlimited when
+	// pacing) in the initial slow start, the half-window card rule, and what
+	// goes past its ACK clock paced (ClockPacing). The metal rows and the
+	// t14 model were measured with it.
+	ArmB
 	// ArmA is the bench's baseline: RFC 5681 growth min(N, SMSS) in every slow
 	// start and the old card rule (limited only with less than one SMSS of room).
 	ArmA
@@ -42,6 +50,8 @@ const (
 
 func (a Arm) String() string {
 	switch a {
+	case ArmD:
+		return "D"
 	case ArmB:
 		return "B"
 	case ArmA:
@@ -254,8 +264,8 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.InitialWindow > maxInitialWindow {
 		return nil, fmt.Errorf("%w: InitialWindow %d exceeds %d segments", ErrConfig, cfg.InitialWindow, maxInitialWindow)
 	}
-	if cfg.Arm != ArmA && cfg.Arm != ArmB {
-		return nil, fmt.Errorf("%w: Arm %d is neither ArmA nor ArmB", ErrConfig, int(cfg.Arm))
+	if cfg.Arm != ArmA && cfg.Arm != ArmB && cfg.Arm != ArmD {
+		return nil, fmt.Errorf("%w: Arm %d is none of ArmD, ArmB, ArmA", ErrConfig, int(cfg.Arm))
 	}
 	iw := cfg.InitialWindow
 	if iw == 0 {
@@ -274,7 +284,8 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.cwnd = c.iw
 	c.gate = newGate(cfg.Arm, cfg.SMSS)
-	c.hs = newHystart(cfg.Arm == ArmB, cfg.Pacing)
+	// control:cc-default-arm-l-eight
+	c.hs = newHystart(cfg.Arm != ArmA, cfg.Pacing || cfg.Arm == ArmD)
 	c.cub = newCubic(cfg.SMSS, c.fc)
 	c.noteMax()
 	return c, nil
@@ -321,7 +332,7 @@ func (c *Controller) PacingRate(srtt, minRTT time.Duration) float64 {
 	return f * float64(c.cwnd) / rtt.Seconds()
 }
 
-// ClockPacing returns how an ACK-clocked arm B sender (not Pacing) spreads
+// ClockPacing returns how an ACK-clocked arm B or D sender (not Pacing) spreads
 // what its ACK clock did not release: what each ACK delivered leaves at
 // once, as the ACK clock releases it, and so may a burst of up to burst
 // bytes more (the initial window, which RFC 6928 lets a sender put into the
@@ -354,12 +365,14 @@ func (c *Controller) PacingRate(srtt, minRTT time.Duration) float64 {
 //
 // RFC 9406 §4.3 recommends pacing a HyStart++ sender; this paces only what
 // the ACK clock did not release, which sends nothing sooner than unpaced B
-// would. L = 8 still bounds the growth per ACK, the card rule is the gate's
-// as before, and a stretch ACK still releases its segments at once (the t14
+// would. In arm B L = 8 still bounds the growth per ACK; in arm D, L =
+// infinity, so a stretch ACK's growth is as large as its delivery, and it is
+// this pacer that spreads it (hsL). The card rule is the gate's as before,
+// and a stretch ACK still releases its delivered segments at once (the t14
 // ramp).
 func (c *Controller) ClockPacing(minRTT, srtt time.Duration, inFlight int) (rate float64, burst int) {
 	// control:hosttests-shallow-arm-b-unpaced
-	if c.pacing || c.arm != ArmB || minRTT <= 0 {
+	if c.pacing || c.arm == ArmA || minRTT <= 0 {
 		return 0, c.iw
 	}
 	if c.InSlowStart() {

@@ -50,13 +50,33 @@ func TestNewStartsAtTenSegmentsWithInfiniteSsthresh(t *testing.T) {
 }
 
 func TestStretchAckGrowsByEightSegments(t *testing.T) {
-	s := newSim(t, Config{})
+	s := newSim(t, Config{Arm: ArmB})
 	s.fill()
 	s.ack(10*smss, 0) // the initial window: +8 SMSS
 	s.fill()
 	before := s.c.Cwnd()
 	if g := s.ack(34*smss, 0); g != 8*smss {
 		t.Fatalf("stretch ACK of 34 segments grew cwnd by %d, want %d (cwnd before %d)", g, 8*smss, before)
+	}
+}
+
+// TestDefaultArmGrowsByEverySegmentAStretchAckCovers pins the default arm's
+// L = infinity: after the initial window, one ACK of 16 segments (a parity
+// path's stretch ACK) grows cwnd by 16 segments in the initial slow start,
+// as the kernel's slow start grows by every segment an ACK covers, where
+// arm B, keeping the seed's L = 8, grows 8.
+func TestDefaultArmGrowsByEverySegmentAStretchAckCovers(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want int
+	}{{Config{}, 16 * smss}, {Config{Arm: ArmD}, 16 * smss}, {Config{Arm: ArmB}, 8 * smss}} {
+		s := newSim(t, tc.cfg)
+		s.fill()
+		s.ack(10*smss, 0)
+		s.fill()
+		if g := s.ack(16*smss, 0); g != tc.want {
+			t.Errorf("arm %v: stretch ACK of 16 segments grew cwnd by %d segments, want %d", tc.cfg.Arm, g/smss, tc.want/smss)
+		}
 	}
 }
 
@@ -103,7 +123,7 @@ func TestHalfOfCwndInFlightAtCardStopGrows(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSim(t, Config{SMSS: smss, InitialWindow: 10})
+			s := newSim(t, Config{SMSS: smss, InitialWindow: 10, Arm: ArmB})
 			s.fill()
 			s.ack(10*smss, 0)
 			if s.c.Cwnd() != 26280 {

@@ -362,7 +362,7 @@ func TestUndoOnlyWhenCwndBelowCwndPrior(t *testing.T) {
 }
 
 func TestUndoOfInitialSlowStartLossResumesHyStart(t *testing.T) {
-	s := newSim(t, Config{})
+	s := newSim(t, Config{Arm: ArmB})
 	s.round(rep(8, 10*ms)...)
 	s.c.OnCongestion(s.now, s.c.Cwnd())
 	s.c.OnSpurious(s.now)

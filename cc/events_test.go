@@ -86,7 +86,7 @@ func TestRandomEventSequencesKeepInvariants(t *testing.T) {
 		rng := rand.New(rand.NewSource(seed))
 		b := make([]byte, 5*2000)
 		rng.Read(b)
-		cfg := Config{SMSS: 536 + rng.Intn(9000), Arm: Arm(rng.Intn(2)), Pacing: rng.Intn(2) == 0, NoFastConvergence: rng.Intn(2) == 0}
+		cfg := Config{SMSS: 536 + rng.Intn(9000), Arm: Arm(rng.Intn(3)), Pacing: rng.Intn(2) == 0, NoFastConvergence: rng.Intn(2) == 0}
 		drive(t, cfg, b)
 	}
 }
@@ -94,7 +94,7 @@ func TestRandomEventSequencesKeepInvariants(t *testing.T) {
 func TestRealisticLossySequencesKeepInvariants(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		s := newSim(t, Config{Arm: Arm(seed % 2)})
+		s := newSim(t, Config{Arm: Arm(seed % 3)})
 		for i := 0; i < 3000; i++ {
 			s.advance(time.Duration(1+rng.Intn(5)) * ms)
 			switch r := rng.Intn(100); {
@@ -276,7 +276,7 @@ func TestNilCountersAreSafe(t *testing.T) {
 }
 
 func TestCwndMaxCounterIsAHighWaterMark(t *testing.T) {
-	s := newSim(t, Config{})
+	s := newSim(t, Config{Arm: ArmB})
 	s.fill()
 	s.ack(10*smss, 0)
 	s.c.OnRTO(s.now, s.inFlight())
@@ -301,7 +301,7 @@ func TestStateReportsTheLastAcksGrowth(t *testing.T) {
 
 func TestArmAndStopReasonNames(t *testing.T) {
 	cases := map[string]string{
-		ArmA.String(): "A", ArmB.String(): "B", Arm(9).String(): "Arm(9)",
+		ArmA.String(): "A", ArmB.String(): "B", ArmD.String(): "D", Arm(9).String(): "Arm(9)",
 		StopApp.String(): "app", StopPeerWindow.String(): "peer-window", StopCwnd.String(): "cwnd",
 		StopCard.String(): "card", StopReason(9).String(): "StopReason(9)",
 	}

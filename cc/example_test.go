@@ -19,15 +19,16 @@ func ExampleController() {
 	// The initial window goes out and the congestion window stops the sender.
 	c.OnSend(0, 14600)
 	c.OnSendStop(cc.StopCwnd, 14600)
-	// One stretch ACK of all ten segments: HyStart++ grows by L = 8 segments.
+	// One stretch ACK of all ten segments: the default arm's slow start grows
+	// by all ten (HyStart++ with L = infinity; arm B would grow 8).
 	c.OnAck(cc.Ack{Now: 10 * time.Millisecond, Acked: 14600, SndUna: 14600, SndNxt: 14600, RTT: 10 * time.Millisecond})
 	fmt.Println("after the initial window:", c.Cwnd())
 
 	// The card's credit stops the sender with half of cwnd in flight: the
 	// window counts as in use, so the next ACK grows it.
-	c.OnSend(10*time.Millisecond, 14600+13140)
-	c.OnSendStop(cc.StopCard, 13140)
-	c.OnAck(cc.Ack{Now: 20 * time.Millisecond, Acked: 1460, SndUna: 16060, SndNxt: 27740, RTT: 10 * time.Millisecond})
+	c.OnSend(10*time.Millisecond, 14600+14600)
+	c.OnSendStop(cc.StopCard, 14600)
+	c.OnAck(cc.Ack{Now: 20 * time.Millisecond, Acked: 1460, SndUna: 16060, SndNxt: 29200, RTT: 10 * time.Millisecond})
 	fmt.Println("after a card stop at half:", c.Cwnd())
 
 	// A loss: β = 0.7 of the flight, once per recovery.
@@ -35,8 +36,8 @@ func ExampleController() {
 	fmt.Println("after a loss:", c.Cwnd(), c.Ssthresh(), c.InSlowStart())
 	fmt.Println("tcp.cc.reductions:", reg.Lookup("tcp.cc.reductions").Load())
 	// Output:
-	// after the initial window: 26280
-	// after a card stop at half: 27740
+	// after the initial window: 29200
+	// after a card stop at half: 30660
 	// after a loss: 8176 8176 false
 	// tcp.cc.reductions: 1
 }

@@ -113,7 +113,7 @@ func TestSlowStartGrowthIsCappedAtEightSegmentsPerAck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSim(t, Config{})
+			s := newSim(t, Config{Arm: ArmB})
 			s.fill()
 			if g := s.ack(tc.acked, 0); g != tc.growth {
 				t.Fatalf("ACK of %d bytes grew %d, want %d", tc.acked, g, tc.growth)
@@ -141,7 +141,7 @@ func TestLAppliesOnlyInTheInitialSlowStart(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSim(t, Config{})
+			s := newSim(t, Config{Arm: ArmB})
 			s.fill()
 			s.ack(10*smss, 0)
 			s.fill()
@@ -158,7 +158,7 @@ func TestLAppliesOnlyInTheInitialSlowStart(t *testing.T) {
 }
 
 func TestCSSGrowsByAQuarterKeepingRemainders(t *testing.T) {
-	s := newSim(t, Config{})
+	s := newSim(t, Config{Arm: ArmB})
 	s.round(rep(8, 10*ms)...)
 	s.send(40*smss, StopCwnd)
 	for range 8 {
@@ -438,26 +438,29 @@ func TestPacedSenderGrowsAQuarterOfAStretchAckInCSS(t *testing.T) {
 // TestAPacedStretchAckCountsAsTheAcksItStandsFor pins onRTT's third
 // departure: after a 10 ms round, one ACK of 16 segments at 20 ms counts as
 // the eight samples of a receiver acknowledging every second segment, so a
-// paced sender enters CSS on it; an ACK of 14 segments counts as seven, too
-// few; an unpaced sender counts each ACK once, as RFC 9406 §4.2 does.
+// paced sender (P) and the default arm D enter CSS on it; an ACK of 14
+// segments counts as seven, too few; arm B counts each ACK once, as RFC 9406
+// §4.2 does.
 func TestAPacedStretchAckCountsAsTheAcksItStandsFor(t *testing.T) {
 	cases := []struct {
 		name    string
-		paced   bool
+		cfg     Config
 		segs    int
 		wantCSS bool
 	}{
-		{"paced, 16 segments: eight samples", true, 16, true},
-		{"paced, 14 segments: seven samples", true, 14, false},
-		{"unpaced, 16 segments: one sample", false, 16, false},
+		{"P, 16 segments: eight samples", Config{Arm: ArmB, Pacing: true}, 16, true},
+		{"P, 14 segments: seven samples", Config{Arm: ArmB, Pacing: true}, 14, false},
+		{"D, 16 segments: eight samples", Config{Arm: ArmD}, 16, true},
+		{"B, 16 segments: one sample", Config{Arm: ArmB}, 16, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSim(t, Config{Pacing: tc.paced})
+			s := newSim(t, tc.cfg)
 			s.round(rep(8, 10*ms)...)
 			s.send(40*smss, StopCwnd)
 			s.ack(tc.segs*smss, 20*ms)
-			if st := s.c.State(); st.CSS != tc.wantCSS || st.RoundSamples != map[bool]int{true: tc.segs / 2, false: 1}[tc.paced] {
+			counted := tc.cfg.Pacing || tc.cfg.Arm == ArmD
+			if st := s.c.State(); st.CSS != tc.wantCSS || st.RoundSamples != map[bool]int{true: tc.segs / 2, false: 1}[counted] {
 				t.Fatalf("CSS %v after the stretch ACK (samples %d), want %v", st.CSS, st.RoundSamples, tc.wantCSS)
 			}
 		})
@@ -485,11 +488,13 @@ func TestCSSIsEnteredWhenAQueueFormsMidRound(t *testing.T) {
 
 func TestPacedCSSEndsSlowStartWhenTheMinimumRisesAgain(t *testing.T) {
 	// In CSS at a 20 ms baseline, eight samples at 24 ms (baseline +
-	// RttThresh, clamped to 4 ms) show the queue still growing: a paced
-	// sender's slow start ends at once, with ssthresh = cwnd; an unpaced
-	// one stays in CSS for its CSS_ROUNDS (hystart.onRTT).
-	for _, paced := range []bool{true, false} {
-		s := newSim(t, Config{Pacing: paced})
+	// RttThresh, clamped to 4 ms) show the queue still growing: the slow
+	// start of a paced sender (P) and of the default arm D ends at once,
+	// with ssthresh = cwnd; arm B stays in CSS for its CSS_ROUNDS
+	// (hystart.onRTT).
+	for _, cfg := range []Config{{Arm: ArmB, Pacing: true}, {Arm: ArmD}, {Arm: ArmB}} {
+		paced := cfg.Pacing || cfg.Arm == ArmD
+		s := newSim(t, cfg)
 		s.round(rep(8, 10*ms)...)
 		s.send(60*smss, StopCwnd)
 		for range 8 {
@@ -499,14 +504,14 @@ func TestPacedCSSEndsSlowStartWhenTheMinimumRisesAgain(t *testing.T) {
 			s.ack(smss, 24*ms)
 		}
 		if st := s.c.State(); !st.CSS || !st.InitialSlowStart {
-			t.Fatalf("paced %v: left CSS on the seventh sample: %+v", paced, st)
+			t.Fatalf("arm %v pacing %v: left CSS on the seventh sample: %+v", cfg.Arm, cfg.Pacing, st)
 		}
 		s.ack(smss, 24*ms)
 		st := s.c.State()
 		exited := !st.HyStartActive && st.Ssthresh == st.Cwnd && s.counter("tcp.hystart.exits") == 1
 		if exited != paced || !paced && !st.CSS {
-			t.Fatalf("paced %v, after eight samples a threshold above the baseline: active %v, CSS %v, ssthresh %d, cwnd %d, exits %d",
-				paced, st.HyStartActive, st.CSS, st.Ssthresh, st.Cwnd, s.counter("tcp.hystart.exits"))
+			t.Fatalf("arm %v pacing %v, after eight samples a threshold above the baseline: active %v, CSS %v, ssthresh %d, cwnd %d, exits %d",
+				cfg.Arm, cfg.Pacing, st.HyStartActive, st.CSS, st.Ssthresh, st.Cwnd, s.counter("tcp.hystart.exits"))
 		}
 	}
 }

@@ -17,7 +17,7 @@ type arm struct {
 	opts tcp.Options
 }
 
-// armsABP is the bench's one arm table (metal/arms), in its order A, B, P.
+// armsABP is the bench's one arm table (metal/arms), in its order A, B, P, D.
 var armsABP = func() []arm {
 	var r []arm
 	for _, a := range arms.All() {

@@ -93,7 +93,8 @@ func (e *endpoint) initConn() {
 	// Cannot fail: the options were validated at protocol creation and the
 	// MSS option's parser keeps SMSS within (0, 65535].
 	e.ctl, _ = cc.New(cc.Config{SMSS: e.smss, InitialWindow: o.InitialWindow, Arm: o.Arm, Pacing: o.Pacing, Counters: e.p.st.cc}) // control:cc-config
-	e.clockPaced = o.Arm == cc.ArmB && !o.Pacing
+	// control:hosttests-default-arm-paced-from-the-first-segment
+	e.clockPaced = o.Arm != cc.ArmA && !o.Pacing
 	if o.Pacing || e.clockPaced {
 		e.pace = pacer.New()
 	}

@@ -156,7 +156,7 @@ type endpoint struct {
 	ctl         *cc.Controller
 	est         *rtt.Estimator
 	pace        *pacer.Pacer       // arm P: paces every segment; arm B: what the ACK clock did not release
-	clockPaced  bool               // arm B: ACKs credit the pacer (cc.ClockPacing)
+	clockPaced  bool               // arms B and D: ACKs credit the pacer (cc.ClockPacing)
 	rec         *recovery.Recovery // loss recovery: state, point, PRR, undo, RTO attempts
 	synRetries  int
 	lastSend    time.Duration

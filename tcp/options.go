@@ -16,7 +16,7 @@ import (
 // A zero field takes the default its comment names; a value outside a
 // field's range is an error from NewProtocolFactory, never a substitution.
 type Options struct {
-	Arm           cc.Arm // B (default): HyStart++ and the half-window card rule; A: RFC 5681 and the old rule
+	Arm           cc.Arm // D (default): B with HyStart++'s L = infinity and its growth paced; B: HyStart++ L = 8 and the half-window card rule; A: RFC 5681 and the old rule
 	Pacing        bool   // spread each window over the RTT at cc's pacing rate
 	InitialWindow int    // segments, 0..4096; 0 = 10 (RFC 6928)
 

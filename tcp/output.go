@@ -424,8 +424,8 @@ func (e *endpoint) paceBytes(n int) int {
 }
 
 // paceWait reports whether the pacer holds a size-byte segment, arming the
-// pacing timer if so: arm P's every segment, arm B's beyond what the last
-// ACK released (creditClock) and the pacer's burst.
+// pacing timer if so: arm P's every segment, arm B's and D's beyond what
+// the last ACK released (creditClock) and the pacer's burst.
 //
 // Arm B's rate is computed only for a segment the ACK's credit does not
 // cover: one the credit covers leaves at once at any rate (NextSend), and

@@ -33,6 +33,8 @@ var table = []Arm{
 		"Arm: B (HyStart++ L = 8, half-window card rule, growth past the ACK clock paced)"},
 	{"P", tcp.Options{Arm: cc.ArmB, Pacing: true},
 		"Arm: B, Pacing: true (HyStart++ with L = infinity)"},
+	{"D", tcp.Options{Arm: cc.ArmD},
+		"Arm: D, the default (B's ACK clock, HyStart++ L = infinity with the paced arm's exits, growth past the ACK clock paced)"},
 }
 
 // Default is the name of the arm a user gets who sets nothing: the one whose
@@ -47,10 +49,10 @@ func Default() string {
 	panic("arms: no arm runs the zero tcp.Options")
 }
 
-// All returns a copy of the table, in order: A, B, P.
+// All returns a copy of the table, in order: A, B, P, D.
 func All() []Arm { return append([]Arm(nil), table...) }
 
-// Names returns the arms' names in order: A, B, P.
+// Names returns the arms' names in order: A, B, P, D.
 func Names() []string {
 	n := make([]string, len(table))
 	for i, a := range table {

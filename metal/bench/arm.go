@@ -60,8 +60,8 @@ type Arm interface {
 
 // Definitions maps arm names to constructors. A definition string is one of:
 //
-//	A, B, P           this build's TCP in virtual time (the arm table, metal/arms)
-//	rt:A, rt:B, rt:P  the same TCP on the wire in real time, as the kernel's rows run
+//	A, B, P, D        this build's TCP in virtual time (the arm table, metal/arms; D is the default)
+//	rt:A, ..., rt:D   the same TCP on the wire in real time, as the kernel's rows run
 //	gvisor            gVisor's own TCP on a real-time wire
 //	linux[:<cc>]      the host kernel's TCP (cubic, or the congestion control named) on a
 //	                  real-time wire through nic/linuxpeer, where the host allows it
@@ -74,7 +74,11 @@ type Definitions map[string]string
 // DefaultDefinitions name the built-in arms, the default arm's real-time
 // row (RealDefault) among them.
 func DefaultDefinitions() Definitions {
-	return Definitions{"A": "A", "B": "B", "P": "P", RealDefault: RealDefault, "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
+	d := Definitions{RealDefault: RealDefault, "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
+	for _, n := range arms.Names() {
+		d[n] = n
+	}
+	return d
 }
 
 // ParseDefinitions reads "Name=def,Name=def" on top of the defaults.
@@ -126,7 +130,7 @@ func Build(name, def string, o ArmOptions) (Arm, error) {
 	case strings.HasPrefix(def, "boot:"):
 		return newBootArm(name, strings.TrimPrefix(def, "boot:"), o.SinkAddr)
 	}
-	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, rt:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
+	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, D, rt:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
 }
 
 // sortedKeys is for stable evidence.

@@ -67,7 +67,7 @@ func newBootArm(name, command, sinkAddr string) (*bootArm, error) {
 		a.qemu, a.command, a.arm = true, QEMUCommand, "B"
 		if arm, ok := strings.CutPrefix(command, "qemu:"); ok {
 			if !qemuArm(arm) {
-				return nil, fmt.Errorf("%w: %s=boot:%s: the QEMU image runs arm A, B, P or gvisor", ErrUnknownArm, name, command)
+				return nil, fmt.Errorf("%w: %s=boot:%s: the QEMU image runs arm A, B, P, D or gvisor", ErrUnknownArm, name, command)
 			}
 			a.arm = arm
 		}

@@ -36,8 +36,9 @@ type SuitePath struct {
 
 // ParitySuite is osbench -suite parity: on each path this 2-core host can
 // emulate punctually, the kernel's TCP (cubic and bbr) and this TCP's arms
-// A, B and P, all in real time on one nic/wire, interleaved three times
-// (ABABAB), one connection a row, judged by judge.ParityRules.
+// A, B, P and D (the default), all in real time on one nic/wire,
+// interleaved three times (ABABAB), one connection a row, judged by
+// judge.ParityRules.
 func ParitySuite() Suite {
 	return Suite{
 		Name: "parity",
@@ -47,9 +48,9 @@ func ParitySuite() Suite {
 			{"parity-100m-100ms", 20_000_000}, {"parity-100m-100ms-stretch", 20_000_000},
 			{"pilot", 8_000_000},
 		},
-		Order: repeat([]string{"Linux-cubic", "Linux-bbr", "A", "B", "P"}, 3),
+		Order: repeat([]string{"Linux-cubic", "Linux-bbr", "A", "B", "P", "D"}, 3),
 		Defs: Definitions{"Linux-cubic": "linux:cubic", "Linux-bbr": "linux:bbr",
-			"A": "rt:A", "B": "rt:B", "P": "rt:P"},
+			"A": "rt:A", "B": "rt:B", "P": "rt:P", "D": "rt:D"},
 		Conns:   1,
 		Rules:   judge.ParityRules,
 		Verdict: judge.ParityRuleNames,

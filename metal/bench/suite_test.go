@@ -18,7 +18,7 @@ import (
 )
 
 // TestParitySuiteRunsEveryArmInRealTime: the parity suite's paths are
-// presets, its rows interleave Linux cubic, Linux bbr, A, B and P three
+// presets, its rows interleave Linux cubic, Linux bbr, A, B, P and D three
 // times, every arm it defines runs in real time, and its rules parse.
 func TestParitySuiteRunsEveryArmInRealTime(t *testing.T) {
 	s := ParitySuite()
@@ -27,7 +27,7 @@ func TestParitySuiteRunsEveryArmInRealTime(t *testing.T) {
 			t.Errorf("path %+v: %v", p, err)
 		}
 	}
-	if got := strings.Join(s.Order, " "); got != strings.Repeat("Linux-cubic Linux-bbr A B P ", 3)[:len(got)] || len(s.Order) != 15 {
+	if got := strings.Join(s.Order, " "); got != strings.Repeat("Linux-cubic Linux-bbr A B P D ", 3)[:len(got)] || len(s.Order) != 18 {
 		t.Errorf("order %s", got)
 	}
 	for name, def := range s.Defs {

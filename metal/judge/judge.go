@@ -53,8 +53,9 @@ import (
 //go:embed default.rules
 var DefaultRules string
 
-// ParityRules is the rule file of osbench -suite parity: B against the
-// kernel's slowest rows, every arm in real time on one wire.
+// ParityRules is the rule file of osbench -suite parity: the default arm D
+// (and B beside it) against the kernel's slowest rows, every arm in real
+// time on one wire.
 //
 //go:embed parity.rules
 var ParityRules string

@@ -270,11 +270,12 @@ func TestParityRulesParse(t *testing.T) {
 	}
 	for _, n := range ParityRuleNames {
 		x, ok := byName[n]
-		if !ok || x.Kind != AtLeastSlowest || x.X != "B" || x.Tolerance != 0 || x.Metric != "goodput" {
+		if !ok || x.Kind != AtLeastSlowest || x.X != "D" || x.Tolerance != 0 || x.Metric != "goodput" {
 			t.Errorf("parity rule %s: %+v", n, x)
 		}
 	}
 	for _, y := range []string{"Linux-cubic", "Linux-bbr"} {
+		checkComparesEveryMark(t, r, "D", y)
 		checkComparesEveryMark(t, r, "B", y)
 	}
 }

@@ -99,7 +99,7 @@ func mb(r osbench.Report, i int) float64 {
 // what a rev: arm's subprocess speaks.
 func runRow(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench row", flag.ContinueOnError)
-	arm := fs.String("arm", "B", "built-in arm definition (A, B, P, gvisor, linux, loopback)")
+	arm := fs.String("arm", "B", "built-in arm definition (A, B, P, D, gvisor, linux, loopback)")
 	preset := fs.String("preset", "t14", "nic/wire preset")
 	dir := fs.String("dir", "upload", "upload or download")
 	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
