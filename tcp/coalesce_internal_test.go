@@ -19,7 +19,7 @@ func TestHeldAckCapIs64KBAtLeastSixteenSegmentsAtMostAQuarterBuffer(t *testing.T
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &endpoint{smss: c.smss, rcvBuf: c.rcvBuf}
-			if got := e.coalesceCap(); got != c.want {
+			if got := e.coalesceCap(coalesceBytes); got != c.want {
 				t.Errorf("coalesceCap() = %d, want %d", got, c.want)
 			}
 		})
