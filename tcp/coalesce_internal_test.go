@@ -19,8 +19,39 @@ func TestHeldAckCapIs64KBAtLeastSixteenSegmentsAtMostAQuarterBuffer(t *testing.T
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &endpoint{smss: c.smss, rcvBuf: c.rcvBuf}
-			if got := e.coalesceCap(); got != c.want {
+			if got := e.coalesceCap(coalesceBytes); got != c.want {
 				t.Errorf("coalesceCap() = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+// TestAggregateInABurstMayBeHeldFor256KB: a held ACK may cover 256 KB of
+// full segments (179 at MSS 1460, 29 at MSS 8948) only when a link's burst
+// brought an aggregate; a full segment in a burst, an aggregate outside one,
+// and a flush keep 64 KB, and a quarter of the buffer bounds them all
+// (holdBytes, coalesceCap).
+func TestAggregateInABurstMayBeHeldFor256KB(t *testing.T) {
+	for _, c := range []struct {
+		name                 string
+		smss, rcvBuf         int
+		burst, agg, flushing bool
+		want                 int
+	}{
+		{"MTU 1500, aggregate in a burst", 1460, 6 << 20, true, true, false, 179},
+		{"MTU 9000, aggregate in a burst", 8948, 6 << 20, true, true, false, 29},
+		{"MTU 1500, full segment in a burst", 1460, 6 << 20, true, false, false, 44},
+		{"MTU 1500, aggregate outside a burst", 1460, 6 << 20, false, true, false, 44},
+		{"MTU 1500, aggregate during a flush", 1460, 6 << 20, true, true, true, 44},
+		{"MTU 1500, aggregate in a burst, 512 KB buffer", 1460, 512 << 10, true, true, false, 89},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := &endpoint{smss: c.smss, rcvBuf: c.rcvBuf, rxAggregate: c.agg, flushing: c.flushing}
+			if c.burst {
+				e.rxBurst = new(burst)
+			}
+			if got := e.coalesceCap(e.holdBytes()); got != c.want {
+				t.Errorf("coalesceCap(holdBytes()) = %d, want %d", got, c.want)
 			}
 		})
 	}

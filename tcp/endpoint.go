@@ -187,6 +187,7 @@ type endpoint struct {
 	ackHeld     bool      // an every-second ACK held for the flush under way (coalesce.go)
 	burstHeld   bool      // an every-second ACK held for the end of a link's burst (coalesce.go)
 	rxBurst     *burst    // the burst state of the NIC the segment in hand came from (burst.go)
+	rxAggregate bool      // the segment in hand brought more than one full segment in order (coalesce.go)
 	burstOn     *burst    // the burst list this endpoint is on, and that list's generation
 	burstGen    uint64
 	delackArmed bool

@@ -140,3 +140,13 @@ func PaceRates(ep tcpip.Endpoint) uint64 {
 	defer e.mu.Unlock()
 	return e.paceRates
 }
+
+// GrowRcvBuf grows ep's receive buffer to n, as autotuning would, and
+// offers the window in an ACK.
+func GrowRcvBuf(ep tcpip.Endpoint, n int) {
+	e := ep.(*endpoint)
+	e.mu.Lock()
+	e.growRcv(n)
+	e.sendAck(ackWindow)
+	e.unlock()
+}

@@ -47,7 +47,7 @@ func (e *endpoint) HandlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 // listener, under e.mu; the listener calls it too, for a child's segment that
 // reached the listener (listen.go, toChild).
 func (e *endpoint) segmentArrives(pkt *stack.PacketBuffer, s *segment) {
-	e.rxBurst = e.p.burstAt(pkt.NICID)
+	e.rxBurst, e.rxAggregate = e.p.burstAt(pkt.NICID), false
 	e.handleSegment(s)
 	e.rxBurst = nil
 	// Checks that drop a segment may still owe the peer an ACK.

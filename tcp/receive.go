@@ -137,6 +137,7 @@ func (e *endpoint) receiveInOrder(data span) {
 	// osbench's hello did so in the first flight, an autotuning window
 	// update in later ones, and at 100 ms a round's last ACK came 40 ms late.
 	segs := e.segmentsIn(data.n)
+	e.rxAggregate = segs > 1
 	e.ackPending += segs
 	// control:tcp-ack-count-restarts-out-of-turn
 	e.ackCount += segs

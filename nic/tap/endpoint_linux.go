@@ -13,7 +13,6 @@ import (
 	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/nic"
 	"golang.org/x/sys/unix"
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -547,7 +546,11 @@ func (e *Endpoint) deliver(frame []byte) {
 		e.c.RxDrops.Inc()
 		return
 	}
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+	l3 := header.EthernetMinimumSize
+	if e.tun {
+		l3 = 0
+	}
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: rxBuffer(frame, l3)})
 	defer pkt.DecRef()
 	if !e.ParseHeader(pkt) {
 		e.c.RxDrops.Inc()
