@@ -203,6 +203,8 @@ type endpoint struct {
 	invalidAcks ackLimit // ACKs sent for unacceptable segments (ratelimit.go)
 
 	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
+	clk                                                         tcpip.Timer   // the clock timer they share (timer.go)
+	clkAt                                                       time.Duration // protocol time clk fires; 0 = not set
 	persistBackoff                                              int
 	persistProbes                                               int // zero-window probes since the peer last answered
 	pacingWait                                                  bool

@@ -13,10 +13,12 @@ import (
 type countingClock struct {
 	*faketime.ManualClock
 	moves int
+	made  int // AfterFunc calls alone
 }
 
 func (c *countingClock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
 	c.moves++
+	c.made++
 	return countingTimer{c.ManualClock.AfterFunc(d, f), c}
 }
 
@@ -70,5 +72,58 @@ func TestRearmingLaterMovesTheClocksTimerOncePerTimeout(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	if len(fired) != 2 || fired[1] != early {
 		t.Fatalf("fired at %v, want a second time 10 ms later and not after the stop", fired)
+	}
+}
+
+// An endpoint's timers share one clock timer: arming five kinds, as a short
+// connection that closes first does (retransmission, delayed ACK, pacing,
+// linger, TIME-WAIT), makes one, and each kind still fires at its own
+// deadline, once, re-arms from a callback included; stopTimers silences all.
+func TestEndpointTimersShareOneClockTimer(t *testing.T) {
+	clk := &countingClock{ManualClock: faketime.NewManualClock()}
+	e := &endpoint{p: &protocol{clock: clk}}
+	clk.Advance(time.Second) // protocol time 0 is no deadline's
+	base := e.now()
+	fired := map[string][]time.Duration{}
+	kind := func(name string, then func(e *endpoint)) func(*endpoint) {
+		return func(e *endpoint) {
+			fired[name] = append(fired[name], e.now()-base)
+			if then != nil {
+				then(e)
+			}
+		}
+	}
+	e.tRtx = timer{e: e, fn: kind("rtx", nil)}
+	e.tDelack = timer{e: e, fn: kind("delack", nil)}
+	// The pacing callback re-arms the retransmission timer, as output does.
+	e.tPace = timer{e: e, fn: kind("pace", func(e *endpoint) { e.tRtx.arm(300 * time.Millisecond) })}
+	e.tLinger = timer{e: e, fn: kind("linger", nil)}
+	e.tWait = timer{e: e, fn: kind("wait", nil)}
+	const ms = time.Millisecond
+	e.mu.Lock()
+	e.tWait.arm(900 * ms)
+	e.tLinger.arm(800 * ms)
+	e.tRtx.arm(200 * ms)
+	e.tDelack.arm(40 * ms)
+	e.tPace.arm(0)
+	e.mu.Unlock()
+	clk.Advance(2 * time.Second)
+	want := map[string][]time.Duration{"pace": {0}, "delack": {40 * ms}, "rtx": {300 * ms}, "linger": {800 * ms}, "wait": {900 * ms}}
+	for name, w := range want {
+		if got := fired[name]; len(got) != len(w) || got[0] != w[0] {
+			t.Errorf("%s fired at %v, want %v", name, got, w)
+		}
+	}
+	if clk.made != 1 {
+		t.Errorf("%d clock timers made for five kinds of timer, want 1", clk.made)
+	}
+	e.mu.Lock()
+	e.tRtx.arm(100 * ms)
+	e.tDelack.arm(10 * ms)
+	e.stopTimers()
+	e.mu.Unlock()
+	clk.Advance(time.Second)
+	if len(fired["rtx"]) != 1 || len(fired["delack"]) != 1 {
+		t.Errorf("fired after stopTimers: rtx %v, delack %v", fired["rtx"], fired["delack"])
 	}
 }
