@@ -14,18 +14,17 @@ import (
 // the callback that runs, with the endpoint locked, once it has passed.
 //
 // An endpoint's timers (a listener's SYN-ACK timer among them) share one
-// clock timer (e.clk), set for the earliest
-// deadline: a connection makes one clock timer in its life, not one for each
-// kind it uses (retransmission, delayed ACK, pacing, linger and TIME-WAIT
-// are five for a short connection that closes first), and a stack of 10,000
-// connections keeps a fifth as many in the runtime's timer heap, which the
-// runtime walks whole when a modified timer comes due. The clock's timer is
-// moved lazily: a re-arm to a later deadline (the retransmission timer on
-// every ACK, the delayed-ACK timer on every second segment) leaves it where
-// it is, and stop leaves it running; when it fires early it is set again for
-// the earliest deadline left, or for none. A bulk transfer then touches the
-// clock's timer about once per timeout instead of once per segment (issue
-// 12: Reset and Stop took a tenth of this package's CPU).
+// place in the protocol's timer queue (timerq.go), which runs the endpoint's
+// onClock by the earliest deadline: a connection moves no clock timer of its
+// own, where it made one for each kind it used (retransmission, delayed
+// ACK, pacing, linger and TIME-WAIT are five for a short connection that
+// closes first), three allocations and a stop each. Its place is moved
+// lazily: a re-arm to a later deadline (the retransmission timer on every
+// ACK, the delayed-ACK timer on every second segment) leaves it where it
+// is, and stop leaves it queued; when onClock runs early it queues the
+// endpoint again for the earliest deadline left, or not at all. A bulk
+// transfer then moves it about once per timeout instead of once per segment
+// (issue 12: Reset and Stop took a tenth of this package's CPU).
 type timer struct {
 	e        *endpoint
 	deadline time.Duration // protocol time it is due; 0 = stopped
@@ -69,20 +68,15 @@ func (t *timer) armAt(now, d time.Duration) {
 	t.e.clockBy(now, t.deadline)
 }
 
-// clockBy makes the endpoint's clock timer fire by deadline: moved only if
-// it is set later or not at all.
+// clockBy makes the endpoint's onClock run by deadline, through the
+// protocol's timer queue: moved only if it is set later or not at all.
 func (e *endpoint) clockBy(now, deadline time.Duration) {
 	// control:tcp-timer-rearm-eager
 	if e.clkAt != 0 && e.clkAt <= deadline {
-		return // fires first; the fire sets it again for the rest
+		return // runs first; it sets the clock again for the rest
 	}
 	e.clkAt = deadline
-	// control:tcp-timer-one-clock-timer-per-kind
-	if e.clk == nil {
-		e.clk = e.p.clock.AfterFunc(deadline-now, e.onClock)
-		return
-	}
-	e.clk.Reset(deadline - now)
+	e.p.schedule(e, now, deadline)
 }
 
 func (t *timer) armed() bool { return t.deadline != 0 }
@@ -91,8 +85,8 @@ func (t *timer) armed() bool { return t.deadline != 0 }
 func (t *timer) stop() { t.deadline = 0 }
 
 // onClock runs each timer whose deadline has passed, in timers' order, then
-// sets the clock's timer for the earliest deadline left. A fire that raced a
-// re-arm or a stop finds nothing due and only sets the clock again.
+// queues the endpoint again for the earliest deadline left. A run that raced
+// a re-arm or a stop finds nothing due and only queues it again.
 func (e *endpoint) onClock() {
 	e.mu.Lock()
 	e.clkAt = 0
@@ -123,8 +117,8 @@ func (e *endpoint) onClock() {
 	e.unlock()
 }
 
-// stopTimers disarms every timer and stops the clock's, for an endpoint
-// that ends.
+// stopTimers disarms every timer and takes the endpoint out of the timer
+// queue, for an endpoint that ends.
 func (e *endpoint) stopTimers() {
 	for _, t := range e.timers() {
 		if t != nil {
@@ -132,9 +126,7 @@ func (e *endpoint) stopTimers() {
 		}
 	}
 	e.clkAt = 0
-	if e.clk != nil {
-		e.clk.Stop()
-	}
+	e.p.unschedule(e)
 }
 
 func (e *endpoint) onTimeWaitTimer() { e.closeLocked(nil) }
