@@ -54,7 +54,7 @@ type conn struct {
 	rmu   sync.Mutex // serialises Reads and WriteTo; guards rw, views and stage
 	rw    tcpip.SliceWriter
 	views []*buffer.View // what one WriteTo step took off the receive queue
-	stage []byte         // where WriteTo gathers short runs (made at the first)
+	stage *[]byte        // where a WriteTo step gathers short runs (stagePool's, held only during the step)
 	rd    direction
 
 	wmu sync.Mutex // serialises Writes; guards wr
@@ -367,9 +367,22 @@ func (c *conn) writeToStep(vr viewReader, w io.Writer) (int, error) {
 	return n, err
 }
 
+// stagePool holds the staging buffers of WriteTo steps: a step takes one at
+// its first short run to gather and gives it back at its end, so a
+// connection holds none between steps. A short connection (a few KB, where
+// the stage is most of what it would allocate) then makes none of its own,
+// and 10,000 idle connections hold none.
+var stagePool = sync.Pool{New: func() any {
+	b := make([]byte, 0, writeToStage)
+	return &b
+}}
+
 // writeViews writes c.views to w: each run of contiguous bytes of at least
-// writeToRun as it lies, shorter ones gathered in c.stage.
+// writeToRun as it lies, shorter ones gathered in a staging buffer. A short
+// run that is the step's last with nothing gathered before it also goes as
+// it lies: gathering it would copy it and still make one write.
 func (c *conn) writeViews(w io.Writer) (int, error) {
+	defer c.releaseStage()
 	written := 0
 	for i := 0; i < len(c.views); {
 		run := c.views[i].AsSlice()
@@ -380,9 +393,11 @@ func (c *conn) writeViews(w io.Writer) (int, error) {
 			}
 			run = run[:len(run)+len(next)]
 		}
+		// control:stack-writeto-lone-short-run-staged
+		alone := i == len(c.views) && c.staged() == 0
 		// control:stack-writeto-short-runs-ungathered
-		if len(run) < writeToRun {
-			if len(c.stage)+len(run) > writeToStage {
+		if len(run) < writeToRun && !alone {
+			if c.staged()+len(run) > writeToStage {
 				n, err := c.flushStage(w)
 				written += n
 				if err != nil {
@@ -390,9 +405,9 @@ func (c *conn) writeViews(w io.Writer) (int, error) {
 				}
 			}
 			if c.stage == nil {
-				c.stage = make([]byte, 0, writeToStage)
+				c.stage = stagePool.Get().(*[]byte)
 			}
-			c.stage = append(c.stage, run...)
+			*c.stage = append(*c.stage, run...)
 			continue
 		}
 		n, err := c.flushStage(w)
@@ -411,14 +426,34 @@ func (c *conn) writeViews(w io.Writer) (int, error) {
 	return written + n, err
 }
 
-// flushStage writes what c.stage gathered.
+// staged is the bytes the step's staging buffer holds.
+func (c *conn) staged() int {
+	if c.stage == nil {
+		return 0
+	}
+	return len(*c.stage)
+}
+
+// flushStage writes what the staging buffer gathered.
 func (c *conn) flushStage(w io.Writer) (int, error) {
-	if len(c.stage) == 0 {
+	if c.staged() == 0 {
 		return 0, nil
 	}
-	n, err := writeAll(w, c.stage)
-	c.stage = c.stage[:0]
+	n, err := writeAll(w, *c.stage)
+	*c.stage = (*c.stage)[:0]
 	return n, err
+}
+
+// releaseStage gives the step's staging buffer back to stagePool, its bytes
+// written or, after a failed write, dropped with the step's.
+func (c *conn) releaseStage() {
+	if c.stage == nil {
+		return
+	}
+	*c.stage = (*c.stage)[:0]
+	// control:stack-writeto-stage-kept
+	stagePool.Put(c.stage)
+	c.stage = nil
 }
 
 // writeAll is one Write of b, a short one an error (io.Writer's contract).

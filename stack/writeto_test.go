@@ -231,3 +231,76 @@ func TestWriteToAllocatesNothingPerStep(t *testing.T) {
 		t.Fatalf("%v allocations per 64 KB written and taken by WriteTo steps, want 0", allocs)
 	}
 }
+
+// shortConn is a connection that carries n < writeToRun bytes in one write
+// and closes, as each of 10,000 connections sharing a transfer does.
+func shortConn(t *testing.T, c1 net.Conn, n int) <-chan error {
+	t.Helper()
+	if n >= writeToRun {
+		t.Fatalf("%d bytes is not a short connection", n)
+	}
+	return sendPattern(t, c1, n)
+}
+
+// TestWriteToHandsALoneShortRunWhereItLies: a short connection's bytes, one
+// run under writeToRun with nothing before it, go to the writer in one write
+// from where they lie in the receive queue, not through the staging buffer:
+// gathering a lone run copies it and saves no write.
+func TestWriteToHandsALoneShortRunWhereItLies(t *testing.T) {
+	c1, c2 := connPair(t, tcp.Options{}, ourDial)
+	const n = 12 << 10
+	sent := shortConn(t, c1, n)
+	awaitQueued(t, c2, n)
+	b := c2.(*conn)
+	vr := b.ep.(viewReader)
+	b.rmu.Lock()
+	var terr tcpip.Error
+	b.views, _, terr = vr.ReadViews(b.views[:0], writeToTake)
+	if terr != nil || len(b.views) == 0 {
+		b.rmu.Unlock()
+		t.Fatalf("ReadViews took %d views: %v", len(b.views), terr)
+	}
+	first := &b.views[0].AsSlice()[0]
+	w := newRecWriter()
+	k, werr := b.writeViews(w)
+	for i, v := range b.views {
+		v.Release()
+		b.views[i] = nil
+	}
+	b.rmu.Unlock()
+	if werr != nil || k != n || w.bad >= 0 {
+		t.Fatalf("writeViews = %d, %v (byte %d wrong); want the %d bytes sent", k, werr, w.bad, n)
+	}
+	if len(w.sizes) != 1 || !w.starts[first] {
+		t.Fatalf("writes %v from %d places, want one write from the receive queue's run", w.sizes, len(w.starts))
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteToHoldsNoStageBetweenSteps: a step that gathered short runs
+// gives its staging buffer back when it ends, so an idle connection holds
+// none (10,000 of them would hold 320 MB of stages otherwise).
+func TestWriteToHoldsNoStageBetweenSteps(t *testing.T) {
+	c1, c2 := copyConnPair(t)
+	sent := sendPattern(t, c1, queuedBytes)
+	awaitQueued(t, c2, queuedBytes)
+	b := c2.(*conn)
+	vr := b.ep.(viewReader)
+	w := newRecWriter()
+	b.rmu.Lock()
+	n, err := b.writeToStep(vr, w)
+	held := b.stage != nil
+	b.rmu.Unlock()
+	if err != nil || n != queuedBytes {
+		t.Fatalf("writeToStep = %d, %v; want the %d bytes queued", n, err, queuedBytes)
+	}
+	if len(w.sizes) < 2 {
+		t.Fatalf("writes %v: the step gathered nothing, so the test shows nothing", w.sizes)
+	}
+	if held {
+		t.Fatal("the connection holds its staging buffer after the step")
+	}
+	copyAll(t, c2, w, 0, sent)
+}

@@ -204,6 +204,9 @@ type endpoint struct {
 	invalidAcks ackLimit // ACKs sent for unacceptable segments (ratelimit.go)
 
 	tRtx, tReo, tDelack, tKeep, tPersist, tWait, tPace, tLinger timer
+	clkAt                                                       time.Duration // protocol time onClock runs by (timer.go); 0 = not set
+	tqAt                                                        time.Duration // the protocol's timer queue's key for e; 0 = not queued (guarded by its lock)
+	tqIndex                                                     int           // e's index in that queue (guarded by its lock)
 	persistBackoff                                              int
 	persistProbes                                               int // zero-window probes since the peer last answered
 	pacingWait                                                  bool

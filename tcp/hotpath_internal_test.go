@@ -89,12 +89,12 @@ func BenchmarkRearmTimer(b *testing.B) {
 			for b.Loop() {
 				e.mu.Lock()
 				if moved {
-					e.tRtx.halt()
+					e.stopTimers()
 				}
 				e.tRtx.armAt(e.now(), time.Second)
 				e.mu.Unlock()
 			}
-			e.tRtx.halt()
+			e.stopTimers()
 		})
 	}
 }

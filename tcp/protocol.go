@@ -58,6 +58,9 @@ type protocol struct {
 	// bursts are the NICs' delivery bursts (burst.go), by NIC ID.
 	bursts   atomic.Pointer[burstTable]
 	burstsMu sync.Mutex
+	// tq is the endpoints with a timer armed, behind one clock timer
+	// (timerq.go).
+	tq timerQueue
 }
 
 // fill replaces zero fields by their defaults; validate has run.

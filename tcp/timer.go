@@ -10,21 +10,24 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// timer is one of an endpoint's timers on the stack's clock. Its callback
-// runs with the endpoint locked; a fire that raced a re-arm or a stop is
-// recognised by its deadline and ignored.
+// timer is one of an endpoint's timers on the stack's clock: a deadline and
+// the callback that runs, with the endpoint locked, once it has passed.
 //
-// The clock's timer is moved lazily: a re-arm to a later deadline (the
-// retransmission timer on every ACK, the delayed-ACK timer on every second
-// segment) leaves it where it is, and stop leaves it running; when it fires
-// early it is set again for the rest, or ignored. A bulk transfer then
-// touches the clock's timer about once per timeout instead of once per
-// segment (issue 12: Reset and Stop took a tenth of this package's CPU).
+// An endpoint's timers (a listener's SYN-ACK timer among them) share one
+// place in the protocol's timer queue (timerq.go), which runs the endpoint's
+// onClock by the earliest deadline: a connection moves no clock timer of its
+// own, where it made one for each kind it used (retransmission, delayed
+// ACK, pacing, linger and TIME-WAIT are five for a short connection that
+// closes first), three allocations and a stop each. Its place is moved
+// lazily: a re-arm to a later deadline (the retransmission timer on every
+// ACK, the delayed-ACK timer on every second segment) leaves it where it
+// is, and stop leaves it queued; when onClock runs early it queues the
+// endpoint again for the earliest deadline left, or not at all. A bulk
+// transfer then moves it about once per timeout instead of once per segment
+// (issue 12: Reset and Stop took a tenth of this package's CPU).
 type timer struct {
 	e        *endpoint
-	t        tcpip.Timer
 	deadline time.Duration // protocol time it is due; 0 = stopped
-	at       time.Duration // protocol time the clock's timer fires; 0 = not set
 	fn       func(*endpoint)
 }
 
@@ -37,6 +40,16 @@ func (e *endpoint) initTimers() {
 	e.tWait = timer{e: e, fn: (*endpoint).onTimeWaitTimer}
 	e.tPace = timer{e: e, fn: (*endpoint).onPaceTimer}
 	e.tLinger = timer{e: e, fn: (*endpoint).onLingerTimer}
+}
+
+// timers are the endpoint's timers in the order a fire runs those due, a
+// listener's SYN-ACK timer (synqueue.go) last; nil where it has none.
+func (e *endpoint) timers() [9]*timer {
+	ts := [9]*timer{&e.tRtx, &e.tReo, &e.tDelack, &e.tKeep, &e.tPersist, &e.tWait, &e.tPace, &e.tLinger}
+	if e.lst != nil {
+		ts[8] = &e.lst.syn.t
+	}
+	return ts
 }
 
 // arm sets the timer to fire d from now (d <= 0 fires at once, still from
@@ -52,16 +65,18 @@ func (t *timer) armAt(now, d time.Duration) {
 	if t.deadline == 0 {
 		t.deadline = 1
 	}
+	t.e.clockBy(now, t.deadline)
+}
+
+// clockBy makes the endpoint's onClock run by deadline, through the
+// protocol's timer queue: moved only if it is set later or not at all.
+func (e *endpoint) clockBy(now, deadline time.Duration) {
 	// control:tcp-timer-rearm-eager
-	if t.at != 0 && t.at <= t.deadline {
-		return // fires first; fire sets it again for the rest
+	if e.clkAt != 0 && e.clkAt <= deadline {
+		return // runs first; it sets the clock again for the rest
 	}
-	t.at = t.deadline
-	if t.t == nil {
-		t.t = t.e.p.clock.AfterFunc(d, t.fire)
-		return
-	}
-	t.t.Reset(d)
+	e.clkAt = deadline
+	e.p.schedule(e, now, deadline)
 }
 
 func (t *timer) armed() bool { return t.deadline != 0 }
@@ -69,38 +84,49 @@ func (t *timer) armed() bool { return t.deadline != 0 }
 // stop disarms the timer; the clock's timer, if set, fires and is ignored.
 func (t *timer) stop() { t.deadline = 0 }
 
-// halt disarms the timer and the clock's timer, for an endpoint that ends.
-func (t *timer) halt() {
-	t.deadline = 0
-	t.at = 0
-	if t.t != nil {
-		t.t.Stop()
-	}
-}
-
-func (t *timer) fire() {
-	e := t.e
+// onClock runs each timer whose deadline has passed, in timers' order, then
+// queues the endpoint again for the earliest deadline left. A run that raced
+// a re-arm or a stop finds nothing due and only queues it again.
+func (e *endpoint) onClock() {
 	e.mu.Lock()
-	t.at = 0
-	if t.deadline == 0 {
+	e.clkAt = 0
+	now := e.now()
+	ran := false
+	for _, t := range e.timers() {
+		// A callback may end the endpoint (stopTimers) or arm timers: each
+		// deadline is read when its turn comes.
+		if t != nil && t.deadline != 0 && t.deadline <= now {
+			t.deadline = 0
+			t.fn(e)
+			ran = true
+		}
+	}
+	var next time.Duration
+	for _, t := range e.timers() {
+		if t != nil && t.deadline != 0 && (next == 0 || t.deadline < next) {
+			next = t.deadline
+		}
+	}
+	if next != 0 {
+		e.clockBy(now, next)
+	}
+	if !ran {
 		e.mu.Unlock()
 		return
 	}
-	if now := e.now(); now < t.deadline {
-		t.at = t.deadline
-		t.t.Reset(t.deadline - now)
-		e.mu.Unlock()
-		return
-	}
-	t.deadline = 0
-	t.fn(e)
 	e.unlock()
 }
 
+// stopTimers disarms every timer and takes the endpoint out of the timer
+// queue, for an endpoint that ends.
 func (e *endpoint) stopTimers() {
-	for _, t := range []*timer{&e.tRtx, &e.tReo, &e.tDelack, &e.tKeep, &e.tPersist, &e.tWait, &e.tPace, &e.tLinger} {
-		t.halt()
+	for _, t := range e.timers() {
+		if t != nil {
+			t.deadline = 0
+		}
 	}
+	e.clkAt = 0
+	e.p.unschedule(e)
 }
 
 func (e *endpoint) onTimeWaitTimer() { e.closeLocked(nil) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +218,13 @@ func runCPU(ctx context.Context, args []string) error {
 	if len(rs) > 0 {
 		fmt.Printf("osbench cpu: %d MB per TCP and row in %d transfers after an unmeasured one, the TCPs taking turns (ABBA), two stacks in one process over an in-memory link (real time; figures, not thresholds)\n", *nbytes/1e6, *rounds)
 		fmt.Printf("-conns: a transfer opens its connections (%d dials at a time), measures the live heap with all open and idle (heap KiB/end: over 2 ends a connection; the GC it takes is not counted), then every connection writes its share of the bytes at once; p50/p99 done: a connection's time from that start to its sink's end of stream, over every round's connections; CPU, wall, allocs, packets and RTOs run from that start to the last end, the opening's CPU apart (open CPU/conn)\n", bench.CPUDialers)
+		if slices.ContainsFunc(cs, func(c int) bool { return c > 1 }) {
+			fmt.Print("bytes per connection (a round's bytes over its connections; at a few KB a connection's close and first window are most of its cost, for either TCP):")
+			for _, c := range cs {
+				fmt.Printf(" %d conn(s) %.1f KB", c, float64(*nbytes)/float64(*rounds)/float64(c)/1e3)
+			}
+			fmt.Println()
+		}
 		fmt.Printf("links: all rows nic/gso's pipe (gVisor's pipe inside; no GSO offered on plain rows), each write of several packets delivered as one burst; both TCPs on the same links; ours writes a send opportunity's segments in one write and ACKs per burst, gVisor's writes one packet a call\n")
 		fmt.Printf("%s\n\n", bench.CPUConns(sk))
 		bench.WriteCPU(os.Stdout, rs)
