@@ -14,6 +14,7 @@ type stats struct {
 	spurious, challengeAcks, giveUps                         *counters.Counter
 	rcvEdgeRetreats, persistGiveUps, spuriousBytes           *counters.Counter
 	segCapStops, pmtuLowered, pmtuIgnored, synAckRetransmits *counters.Counter
+	swsOverrides                                             *counters.Counter
 
 	dropBadSeq, dropPAWS, dropOOOFull, dropSynQueue, dropMalformed *counters.Counter
 	dropNoListener, dropBadAck, dropBadSACK, dropAcceptFull        *counters.Counter
@@ -60,6 +61,7 @@ func newStats(r *counters.Registry) *stats {
 		challengeAcks:     m("tcp.challenge-acks", "challenge ACKs sent (RFC 5961)"),
 		giveUps:           m("tcp.give-ups", "connections reset after the RTO retransmission budget ran out"),
 		persistGiveUps:    m("tcp.give-ups.zero-window", "connections reset after their zero-window probes went unanswered (the RTO budget, or the user timeout)"),
+		swsOverrides:      m("tcp.sws-overrides", "runts sent into a window under a segment when the persist timer ran out, the override of sender SWS avoidance (RFC 9293 §3.8.6.2.1)"),
 		rcvEdgeRetreats:   m("tcp.rcv.edge-retreats", "ACKs whose scaled window fell back by under a unit because the receive ring's spare was spent"),
 
 		dropBadSeq:           m("tcp.drops.bad-seq", "segments dropped as outside the receive window"),

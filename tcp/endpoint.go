@@ -212,6 +212,7 @@ type endpoint struct {
 	pacingWait                                                  bool
 	tlpArmed                                                    bool
 	probe                                                       bool // a loss probe waits for its opportunity (RFC 8985 §7.3)
+	swsOverride                                                 bool // the persist timer lets a window-limited runt go (RFC 9293 §3.8.6.2.1)
 	ackGap                                                      ackGaps
 }
 

@@ -352,10 +352,16 @@ func (e *endpoint) nextNewData(smss, cwnd uint64) (candidate, cc.StopReason, boo
 	}
 	fin := finUnsent && e.sndNxt+size == dataEnd
 	if size < smss && size < avail {
-		// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1).
-		if size < e.maxSndWnd/2 {
+		// Window-limited runt: sender SWS avoidance (RFC 9293 §3.8.6.2.1),
+		// until the persist timer, which is also the section's override
+		// timeout, lets it go (onPersistTimer).
+		// control:tcp-sws-runt-never-overridden
+		if size < e.maxSndWnd/2 && !e.swsOverride {
 			e.armPersist()
 			return candidate{}, cc.StopPeerWindow, false
+		}
+		if size < e.maxSndWnd/2 {
+			e.p.st.swsOverrides.Inc()
 		}
 	} else if size < smss && size == avail && !e.nodelay && e.sndNxt > e.sndUna && !fin && !e.probe {
 		// Nagle (RFC 9293 §3.7.4): one runt in flight at a time; the

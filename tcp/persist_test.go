@@ -113,3 +113,56 @@ func TestZeroWindowPeerThatAnswersIsKept(t *testing.T) {
 		t.Errorf("Read: %v, want ErrWouldBlock on a live connection", err)
 	}
 }
+
+// TestSubSegmentWindowIsFilledAtTheOverrideTimeout: a peer that leaves a
+// window smaller than a segment (and than half its largest) and announces
+// nothing more until data arrives gets the runt that window allows when the
+// persist timer runs, RFC 9293 §3.8.6.2.1's override timeout, and the data
+// flows on once the peer answers. gVisor's TCP is such a peer: a 4 MB
+// transfer to it hung, both ends waiting for the other.
+func TestSubSegmentWindowIsFilledAtTheOverrideTimeout(t *testing.T) {
+	h := newSegHarness(t, tcp.Options{})
+	c := h.accept(80, synOptions(1460, 0, true, false, 0))
+	const total = 40000
+	c.write(t, make([]byte, total))
+	sent := 0
+	for _, s := range h.out() {
+		sent += len(s.payload)
+	}
+	if sent == 0 || sent >= total {
+		t.Fatalf("first flight of %d bytes, want some of %d", sent, total)
+	}
+	const small = 1000
+	h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + uint32(sent), flags: header.TCPFlagAck, wnd: small})
+	for _, s := range h.out() {
+		if len(s.payload) > 0 {
+			t.Fatalf("a %d-byte runt went at once into a %d-byte window: sender SWS avoidance holds it", len(s.payload), small)
+		}
+	}
+	var runt []pseg
+	for waited := time.Duration(0); len(runt) == 0 && waited < 3*time.Second; waited += 10 * time.Millisecond {
+		h.clk.RunFor(10 * time.Millisecond)
+		for _, s := range h.out() {
+			if len(s.payload) > 0 {
+				runt = append(runt, s)
+			}
+		}
+	}
+	if len(runt) != 1 || len(runt[0].payload) != small || runt[0].seq != c.hostNxt+uint32(sent) {
+		t.Fatalf("within 3 s of a %d-byte window, sent %d data segments, want one of %d bytes at %d", small, len(runt), small, c.hostNxt+uint32(sent))
+	}
+	if n := h.count("tcp.sws-overrides"); n != 1 {
+		t.Errorf("tcp.sws-overrides = %d, want 1", n)
+	}
+	sent += small
+	for round := 0; sent < total && round < 100; round++ {
+		h.inject(pseg{srcPort: peerPort, dstPort: 80, seq: c.peerNxt, ack: c.hostNxt + uint32(sent), flags: header.TCPFlagAck, wnd: 65535})
+		for _, s := range h.out() {
+			sent += len(s.payload)
+		}
+		h.clk.RunFor(10 * time.Millisecond)
+	}
+	if sent != total {
+		t.Fatalf("sent %d of %d bytes after the window reopened", sent, total)
+	}
+}

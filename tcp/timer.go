@@ -326,7 +326,16 @@ func (e *endpoint) onPersistTimer() {
 	}
 	dataEnd := e.sbuf.End() + 1
 	if e.sndNxt >= dataEnd || e.sndUna+e.sndWnd > e.sndNxt {
+		// The window has room, but less than a segment: sender SWS avoidance
+		// held the runt back. This timer is the override timeout of RFC 9293
+		// §3.8.6.2.1 (4): the runt goes now. A receiver need not announce
+		// that a small window opened (gVisor's TCP announces it only when the
+		// window was zero, and waits for data to carry the news), so without
+		// the runt both ends wait for the other for ever; Linux's probe
+		// timer sends what the window allows for the same reason.
+		e.swsOverride = true
 		e.output()
+		e.swsOverride = false
 		return
 	}
 	if e.persistGiveUp(now) { // control:persist-give-up
