@@ -11,7 +11,7 @@
 # comparison). About 10 s with a warm build cache, within 2 minutes cold.
 #
 # Environment (all optional):
-#   NETRAMP_OSBENCH_BOOT_ARM=B          the arm on both rows (A, B, P)
+#   NETRAMP_OSBENCH_BOOT_ARM=D          the arm on both rows (A, B, P, D: the stack's default)
 #   NETRAMP_OSBENCH_BOOT_CONNS=1        connections a row
 #   NETRAMP_OSBENCH_BOOT_BYTES=8000000  payload bytes a connection
 #   NETRAMP_OSBENCH_BOOT_LIMIT=240      seconds the runner may take
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
-ARM=${NETRAMP_OSBENCH_BOOT_ARM:-B}
+ARM=${NETRAMP_OSBENCH_BOOT_ARM:-D}
 CONNS=${NETRAMP_OSBENCH_BOOT_CONNS:-1}
 BYTES=${NETRAMP_OSBENCH_BOOT_BYTES:-8000000}
 LIMIT=${NETRAMP_OSBENCH_BOOT_LIMIT:-240}

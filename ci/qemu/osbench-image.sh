@@ -11,7 +11,7 @@
 # on stdout (progress on stderr), so:
 #
 #	eval "$(ci/qemu/osbench-image.sh [DIR])"   # DIR defaults to $NETRAMP_QEMU_CACHE/osbench
-#	go run ./metal/cmd/osbench -arms qemu,B -define qemu=boot:qemu ...
+#	go run ./metal/cmd/osbench -arms qemu,D -define qemu=boot:qemu ...
 #
 # As root it installs the Debian packages it needs (see ci/qemu/README.md).
 set -euo pipefail

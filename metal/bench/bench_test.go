@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/wire"
@@ -336,7 +337,7 @@ func TestBootArmServesTheConnectionsItsCommandMakes(t *testing.T) {
 }
 
 func TestQEMUHookRunsTheNamedArmOnALoopbackSink(t *testing.T) {
-	for def, arm := range map[string]string{"boot:qemu": "B", "boot:qemu:A": "A", "boot:qemu:gvisor": "gvisor"} {
+	for def, arm := range map[string]string{"boot:qemu": arms.Default(), "boot:qemu:B": "B", "boot:qemu:A": "A", "boot:qemu:gvisor": "gvisor"} {
 		a, err := Build("Q", def, ArmOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -59,12 +59,13 @@ const QEMUCommand = `exec qemu-system-x86_64 -accel "${OSBENCH_QEMU_ACCEL:-tcg}"
 func qemuArm(arm string) bool { return arms.Is(arm) || arm == "gvisor" }
 
 // newBootArm builds boot:<command>; the command "qemu" or "qemu:<arm>" is
-// the QEMU hook running that arm (B when not named). The hook's sink listens
+// the QEMU hook running that arm (the stack's default, arms.Default, when
+// not named). The hook's sink listens
 // on the loopback only, which is where QEMU's user networking connects.
 func newBootArm(name, command, sinkAddr string) (*bootArm, error) {
 	a := &bootArm{name: name, command: command, sinkAddr: sinkAddr}
 	if command == "qemu" || strings.HasPrefix(command, "qemu:") {
-		a.qemu, a.command, a.arm = true, QEMUCommand, "B"
+		a.qemu, a.command, a.arm = true, QEMUCommand, arms.Default()
 		if arm, ok := strings.CutPrefix(command, "qemu:"); ok {
 			if !qemuArm(arm) {
 				return nil, fmt.Errorf("%w: %s=boot:%s: the QEMU image runs arm A, B, P, D or gvisor", ErrUnknownArm, name, command)

@@ -20,7 +20,7 @@ type params struct {
 	dir     osbench.Direction // osbench.dir: upload (default) or download
 	bytes   int64             // osbench.bytes: payload bytes per connection
 	conns   int               // osbench.conns: connections, one after another (default 1)
-	arm     string            // osbench.arm: A, B (default), P or gvisor
+	arm     string            // osbench.arm: A, B, P, D (the stack's default, arms.Default) or gvisor
 	backend string            // osbench.backend: sysfs (default), uio or vfio
 	dev     string            // osbench.dev: the card's PCI address (default: the first 82574L)
 }
@@ -31,7 +31,7 @@ var errParam = errors.New("osbench guest: kernel command line")
 // parseCmdline reads the osbench.* arguments from a kernel command line;
 // other arguments are the kernel's and are ignored.
 func parseCmdline(line string) (params, error) {
-	p := params{dir: osbench.Upload, conns: 1, arm: "B", backend: "sysfs"}
+	p := params{dir: osbench.Upload, conns: 1, arm: arms.Default(), backend: "sysfs"}
 	var haveSink, haveBytes bool
 	for _, f := range strings.Fields(line) {
 		k, v, ok := strings.Cut(f, "=")

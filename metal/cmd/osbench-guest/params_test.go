@@ -22,12 +22,12 @@ func TestCmdlineGivesTheRowAndIgnoresTheKernelsArguments(t *testing.T) {
 	}
 }
 
-func TestCmdlineDefaultsToOneUploadOnArmB(t *testing.T) {
+func TestCmdlineDefaultsToOneUploadOnTheDefaultArm(t *testing.T) {
 	p, err := parseCmdline("osbench.sink=10.0.2.2:1 osbench.bytes=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.dir != osbench.Upload || p.conns != 1 || p.arm != "B" || p.backend != "sysfs" {
+	if p.dir != osbench.Upload || p.conns != 1 || p.arm != arms.Default() || p.backend != "sysfs" {
 		t.Fatalf("defaults: %+v", p)
 	}
 }

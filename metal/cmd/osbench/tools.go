@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netramp/netramp/metal/arms"
 	"github.com/netramp/netramp/metal/bench"
 	"github.com/netramp/netramp/metal/osbench"
 	"github.com/netramp/netramp/metal/report"
@@ -100,7 +101,7 @@ func mb(r osbench.Report, i int) float64 {
 // what a rev: arm's subprocess speaks.
 func runRow(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench row", flag.ContinueOnError)
-	arm := fs.String("arm", "B", "built-in arm definition (A, B, P, D, gvisor, linux, loopback)")
+	arm := fs.String("arm", arms.Default(), "built-in arm definition (A, B, P, D, gvisor, linux, loopback); the stack's default arm when not named")
 	preset := fs.String("preset", "t14", "nic/wire preset")
 	dir := fs.String("dir", "upload", "upload or download")
 	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
