@@ -125,6 +125,7 @@ func (w *Wire) Close() {
 	for _, d := range w.dirs {
 		d.held = nil
 		d.waiters = nil
+		d.rxRing, d.pollArmed = nil, false
 	}
 	w.mu.Unlock()
 }
@@ -175,6 +176,7 @@ const (
 	evHoldExpire                  // held ACKs have waited AckAggHold
 	evNotify                      // run credit waiters registered with nothing in the ring
 	evGapCheck                    // the data direction may have been idle for AckAggGap
+	evPoll                        // the receiving card polls (GRO.Poll)
 )
 
 type eventHeap []*event
@@ -290,7 +292,13 @@ func (w *Wire) fire() {
 		case evGapCheck:
 			d.gapCheckLocked(ev.at)
 		case evDeliver:
+			if d.cfg.GRO.Poll > 0 {
+				d.arriveLocked(ev.frame, ev.at)
+				break
+			}
 			w.outq = append(w.outq, work{dir: d, frame: ev.frame, at: ev.at})
+		case evPoll:
+			w.outq = append(w.outq, work{dir: d, poll: d.pollLocked(ev.at), at: ev.at})
 		}
 		*ev = event{}
 		w.freeEvs = append(w.freeEvs, ev)
@@ -305,11 +313,12 @@ func (w *Wire) fire() {
 	w.runOutLocked()
 }
 
-// work is a delivery (dir set) or a credit waiter (f set), run outside the
-// lock.
+// work is a delivery (dir set, of one frame or of a poll's frames) or a
+// credit waiter (f set), run outside the lock.
 type work struct {
 	dir   *direction
 	frame []byte
+	poll  [][]byte
 	at    time.Duration
 	f     func()
 }
@@ -333,6 +342,10 @@ func (w *Wire) runOutLocked() {
 			w.mu.Unlock()
 			it.f()
 			w.mu.Lock()
+			continue
+		}
+		if it.poll != nil {
+			w.deliverPollLocked(it)
 			continue
 		}
 		w.deliverLocked(it)
@@ -515,6 +528,12 @@ type direction struct {
 	lastData time.Duration // when the other direction last delivered data (AckAggGap)
 	sawData  bool
 	gapArmed bool // an evGapCheck is pending
+
+	// The receiving card's poll (GRO): frames arrived and not yet polled.
+	rxRing    [][]byte
+	pollArmed bool
+	groBufs   [][]byte // aggregate buffers for reuse
+	groOut    []groPacket
 
 	// Jitter held for a period (JitterPeriod).
 	jitVal time.Duration
