@@ -37,7 +37,7 @@ import (
 //     compares the option words, TSval and TSecr among them);
 //   - its payload is no larger than the first's, and the aggregate before
 //     it neither carries PSH nor ended on a shorter segment: those end an
-//     aggregate after joining it, as in Linux;
+//     aggregate after joining it, as in Linux (PSH not with MergePSH);
 //   - the aggregate stays within MaxBytes of IP packet.
 //
 // Departure from Linux: Linux keeps up to eight flows' aggregates open in a
@@ -70,6 +70,14 @@ type GRO struct {
 	// driver that does not report its polls). Both set, the poll only
 	// delays frames: the control a GRO receiver is compared against.
 	NoMerge, NoBurst bool
+	// MergePSH lets PSH neither end an aggregate nor keep a segment from
+	// joining one (departure from Linux, whose GRO flushes on PSH). A
+	// sender that sets PSH on every data segment, as netramp's TCP and
+	// gVisor's do on a link without GSO, gets no aggregate at all from
+	// Linux's rule; with MergePSH it gets those a sender that marks only
+	// the last segment of a write (Linux) would get. The aggregate carries
+	// its last segment's PSH.
+	MergePSH bool
 }
 
 // DefaultGROBudget is the frames one poll takes when GRO.Budget is 0.
@@ -86,7 +94,7 @@ func (g *GRO) validate(f func(string) string) error {
 		return errorf("%s = %d, want 0 (default %d) or within [1, %d]", f("GRO.MaxBytes"), g.MaxBytes, maxGROBytes, maxGROBytes)
 	case g.Budget < 0:
 		return errorf("%s = %d, want >= 0", f("GRO.Budget"), g.Budget)
-	case g.Poll == 0 && (g.MaxBytes != 0 || g.Budget != 0 || g.NoMerge || g.NoBurst):
+	case g.Poll == 0 && (g.MaxBytes != 0 || g.Budget != 0 || g.NoMerge || g.NoBurst || g.MergePSH):
 		return errorf("%s is 0 (no poll) with other GRO fields set", f("GRO.Poll"))
 	}
 	return nil
@@ -170,6 +178,7 @@ type groRun struct {
 	size    int    // IP bytes of the aggregate so far
 	ended   bool   // PSH or a short segment: nothing more may join
 	hdrSame []byte // the first frame's headers
+	psh     bool   // PSH ends the aggregate (not MergePSH)
 }
 
 // joins reports whether s, of frame, may join r (see the rule above).
@@ -206,14 +215,15 @@ func (r *groRun) joins(s groSeg, frame []byte, maxBytes int) bool {
 
 func (r *groRun) start(s groSeg, frame []byte) {
 	*r = groRun{frames: append(r.frames[:0], frame), first: s, next: s.seq + uint32(s.payload),
-		size: len(frame), hdrSame: frame[:s.hdrEnd], ended: s.flags&header.TCPFlagPsh != 0}
+		size: len(frame), hdrSame: frame[:s.hdrEnd], psh: r.psh}
+	r.ended = r.psh && s.flags&header.TCPFlagPsh != 0
 }
 
 func (r *groRun) add(s groSeg, frame []byte) {
 	r.frames = append(r.frames, frame)
 	r.next += uint32(s.payload)
 	r.size += s.payload
-	r.ended = s.flags&header.TCPFlagPsh != 0 || s.payload < r.first.payload
+	r.ended = (r.psh && s.flags&header.TCPFlagPsh != 0) || s.payload < r.first.payload
 }
 
 // groPacket is one packet a poll hands over: a frame as it arrived, or an
@@ -229,11 +239,12 @@ type groStats struct {
 }
 
 // groMerge merges frames, in arrival order, into the packets a poll hands
-// over, appended to out. getBuf returns a buffer of n bytes for an
-// aggregate. The frames are not changed.
-func groMerge(frames [][]byte, maxBytes int, getBuf func(n int) []byte, out []groPacket) ([]groPacket, groStats) {
+// over, appended to out, by g's rule. getBuf returns a buffer of n bytes for
+// an aggregate. The frames are not changed.
+func groMerge(frames [][]byte, g *GRO, getBuf func(n int) []byte, out []groPacket) ([]groPacket, groStats) {
 	var st groStats
-	var r groRun
+	r := groRun{psh: !g.MergePSH}
+	maxBytes := g.maxBytes()
 	flush := func() {
 		switch len(r.frames) {
 		case 0:
@@ -249,7 +260,7 @@ func groMerge(frames [][]byte, maxBytes int, getBuf func(n int) []byte, out []gr
 			last := r.frames[len(r.frames)-1]
 			psh := header.TCP(last[r.first.l4:]).Flags() & header.TCPFlagPsh
 			t := header.TCP(b[r.first.l4:])
-			t.SetFlags(uint8(t.Flags() | psh))
+			t.SetFlags(uint8(t.Flags()&^header.TCPFlagPsh | psh))
 			if err := gso.Whole(r.first.kind, b, 0, func([]byte) {}); err != nil {
 				// Checked above; should Whole refuse it, the frames go on
 				// as they arrived.

@@ -90,7 +90,7 @@ func describe(p groPacket) merged {
 	return merged{seq: t.SequenceNumber(), n: n, agg: p.agg, psh: t.Flags()&header.TCPFlagPsh != 0, good: checksumsValid(p.b)}
 }
 
-func mergeSegs(t *testing.T, segs []tsSeg, maxBytes int) ([]merged, [][]byte, groStats) {
+func mergeSegs(t *testing.T, segs []tsSeg, maxBytes int, mergePSH bool) ([]merged, [][]byte, groStats) {
 	t.Helper()
 	var frames, before [][]byte
 	for _, s := range segs {
@@ -98,7 +98,7 @@ func mergeSegs(t *testing.T, segs []tsSeg, maxBytes int) ([]merged, [][]byte, gr
 		frames = append(frames, f)
 		before = append(before, append([]byte(nil), f...))
 	}
-	out, st := groMerge(frames, maxBytes, func(n int) []byte { return make([]byte, n) }, nil)
+	out, st := groMerge(frames, &GRO{MaxBytes: maxBytes, MergePSH: mergePSH}, func(n int) []byte { return make([]byte, n) }, nil)
 	for i := range frames {
 		if !bytes.Equal(frames[i], before[i]) {
 			t.Fatalf("frame %d was changed by the merge", i)
@@ -139,33 +139,41 @@ func TestGROMergeRules(t *testing.T) {
 		segs     []tsSeg
 		maxBytes int
 		want     []merged
+		mergePSH bool
 	}{
-		{"in order", run(4), 0, []merged{agg(1, 4000)}},
-		{"a gap", from(run(4), 2, func(s *tsSeg) { s.seq += 1000 }), 0, []merged{agg(1, 2000), agg(3001, 2000)}},
-		{"a duplicate", from(run(4), 2, func(s *tsSeg) { s.seq -= 1000 }), 0, []merged{agg(1, 2000), agg(1001, 2000)}},
+		{"in order", run(4), 0, []merged{agg(1, 4000)}, false},
+		{"a gap", from(run(4), 2, func(s *tsSeg) { s.seq += 1000 }), 0, []merged{agg(1, 2000), agg(3001, 2000)}, false},
+		{"a duplicate", from(run(4), 2, func(s *tsSeg) { s.seq -= 1000 }), 0, []merged{agg(1, 2000), agg(1001, 2000)}, false},
 		{"a FIN", at(run(4), 2, func(s *tsSeg) { s.flags |= header.TCPFlagFin }), 0,
-			[]merged{agg(1, 2000), one(2001, 1000), one(3001, 1000)}},
+			[]merged{agg(1, 2000), one(2001, 1000), one(3001, 1000)}, false},
 		{"CWR", at(run(4), 1, func(s *tsSeg) { s.flags |= header.TCPFlagCwr }), 0,
-			[]merged{one(1, 1000), one(1001, 1000), agg(2001, 2000)}},
-		{"a later timestamp", from(run(4), 2, func(s *tsSeg) { s.tsval++ }), 0, []merged{agg(1, 2000), agg(2001, 2000)}},
-		{"another ACK number", from(run(4), 1, func(s *tsSeg) { s.ack++ }), 0, []merged{one(1, 1000), agg(1001, 3000)}},
-		{"another window", from(run(4), 3, func(s *tsSeg) { s.win++ }), 0, []merged{agg(1, 3000), one(3001, 1000)}},
-		{"another flow", from(run(4), 1, func(s *tsSeg) { s.srcPort++ }), 0, []merged{one(1, 1000), agg(1001, 3000)}},
+			[]merged{one(1, 1000), one(1001, 1000), agg(2001, 2000)}, false},
+		{"a later timestamp", from(run(4), 2, func(s *tsSeg) { s.tsval++ }), 0, []merged{agg(1, 2000), agg(2001, 2000)}, false},
+		{"another ACK number", from(run(4), 1, func(s *tsSeg) { s.ack++ }), 0, []merged{one(1, 1000), agg(1001, 3000)}, false},
+		{"another window", from(run(4), 3, func(s *tsSeg) { s.win++ }), 0, []merged{agg(1, 3000), one(3001, 1000)}, false},
+		{"another flow", from(run(4), 1, func(s *tsSeg) { s.srcPort++ }), 0, []merged{one(1, 1000), agg(1001, 3000)}, false},
 		{"PSH joins and ends", at(run(4), 1, func(s *tsSeg) { s.flags |= header.TCPFlagPsh }), 0,
-			[]merged{{seq: 1, n: 2000, agg: true, psh: true, good: true}, agg(2001, 2000)}},
+			[]merged{{seq: 1, n: 2000, agg: true, psh: true, good: true}, agg(2001, 2000)}, false},
+		{"PSH on every segment", from(run(4), 0, func(s *tsSeg) { s.flags |= header.TCPFlagPsh }), 0,
+			[]merged{{seq: 1, n: 1000, psh: true, good: true}, {seq: 1001, n: 1000, psh: true, good: true},
+				{seq: 2001, n: 1000, psh: true, good: true}, {seq: 3001, n: 1000, psh: true, good: true}}, false},
+		{"PSH on every segment, MergePSH", from(run(4), 0, func(s *tsSeg) { s.flags |= header.TCPFlagPsh }), 0,
+			[]merged{{seq: 1, n: 4000, agg: true, psh: true, good: true}}, true},
+		{"PSH in the middle, MergePSH", at(run(4), 1, func(s *tsSeg) { s.flags |= header.TCPFlagPsh }), 0,
+			[]merged{agg(1, 4000)}, true},
 		{"a short segment joins and ends", at(run(4), 1, func(s *tsSeg) { s.n = 500 }), 0,
-			[]merged{agg(1, 1500), agg(2001, 2000)}},
+			[]merged{agg(1, 1500), agg(2001, 2000)}, false},
 		{"a larger segment starts anew", []tsSeg{{seq: 1, n: 1000, tsval: 5}, {seq: 1001, n: 1200, tsval: 5}, {seq: 2201, n: 1200, tsval: 5}}, 0,
-			[]merged{one(1, 1000), agg(1001, 2400)}},
-		{"MaxBytes", run(7), hdr + 3000, []merged{agg(1, 3000), agg(3001, 3000), one(6001, 1000)}},
-		{"a lone segment passes untouched", run(1), 0, []merged{one(1, 1000)}},
+			[]merged{one(1, 1000), agg(1001, 2400)}, false},
+		{"MaxBytes", run(7), hdr + 3000, []merged{agg(1, 3000), agg(3001, 3000), one(6001, 1000)}, false},
+		{"a lone segment passes untouched", run(1), 0, []merged{one(1, 1000)}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mb := c.maxBytes
 			if mb == 0 {
 				mb = maxGROBytes
 			}
-			got, _, st := mergeSegs(t, c.segs, mb)
+			got, _, st := mergeSegs(t, c.segs, mb, c.mergePSH)
 			if len(got) != len(c.want) {
 				t.Fatalf("packets %+v, want %+v", got, c.want)
 			}
@@ -191,7 +199,7 @@ func TestGROMergeRules(t *testing.T) {
 // checksum that cover it all, and the IPv4 ID of the first.
 func TestGROAggregateIsTheSegmentsJoined(t *testing.T) {
 	segs := run(45)
-	got, pkts, st := mergeSegs(t, segs, maxGROBytes)
+	got, pkts, st := mergeSegs(t, segs, maxGROBytes, false)
 	if len(got) != 1 || !got[0].agg || !got[0].good || st.merged != 45 {
 		t.Fatalf("packets %+v, stats %+v: want one valid aggregate of 45 frames", got, st)
 	}
@@ -233,7 +241,7 @@ func TestGROPassesMalformedAndCorruptFramesUntouched(t *testing.T) {
 			}
 			frames[2] = c.spoil(frames[2])
 			bad := append([]byte(nil), frames[2]...)
-			out, st := groMerge(frames, maxGROBytes, func(n int) []byte { return make([]byte, n) }, nil)
+			out, st := groMerge(frames, &GRO{}, func(n int) []byte { return make([]byte, n) }, nil)
 			if len(out) != 3 || st.aggregates != 2 || !bytes.Equal(out[1].b, bad) || out[1].agg {
 				t.Fatalf("%d packets, %+v: want an aggregate, the spoilt frame as it was, an aggregate", len(out), st)
 			}

@@ -74,7 +74,7 @@ func (w *Wire) deliverPollLocked(it work) {
 		}
 	} else {
 		var st groStats
-		out, st = groMerge(it.poll, g.maxBytes(), d.groBufLocked, out)
+		out, st = groMerge(it.poll, g, d.groBufLocked, out)
 		d.stats.GROAggregates += uint64(st.aggregates)
 		d.stats.GROFramesMerged += uint64(st.merged)
 		d.ctr.add(&d.ctr.groAggregates, uint64(st.aggregates))
