@@ -161,6 +161,7 @@ func groParse(frame []byte) groSeg {
 	if f := t.Flags(); f&^header.TCPFlagPsh != header.TCPFlagAck {
 		return s
 	}
+	// control:wire-gro-corrupt-merged
 	if csum.Sum(frame[s.l4:], xsum) != 0xffff {
 		return s
 	}
@@ -183,7 +184,7 @@ type groRun struct {
 
 // joins reports whether s, of frame, may join r (see the rule above).
 func (r *groRun) joins(s groSeg, frame []byte, maxBytes int) bool {
-	// control:wire-gro-never-merges
+	// control:hosttests-gro-never-merges
 	if r.ended || !s.ok || s.kind != r.first.kind || s.hdrEnd != r.first.hdrEnd || s.seq != r.next ||
 		s.payload > r.first.payload || r.size+s.payload > maxBytes {
 		return false
@@ -208,6 +209,7 @@ func (r *groRun) joins(s groSeg, frame []byte, maxBytes int) bool {
 	// (12-13), window (14-15), options (20 on); the sequence number,
 	// checksum and urgent pointer are checked or free.
 	a, b := frame[s.l4:s.hdrEnd], h[s.l4:s.hdrEnd]
+	// control:wire-gro-options-ignored
 	return bytes.Equal(a[0:4], b[0:4]) && bytes.Equal(a[8:12], b[8:12]) && a[12] == b[12] &&
 		a[13]&^uint8(header.TCPFlagPsh) == b[13]&^uint8(header.TCPFlagPsh) &&
 		bytes.Equal(a[14:16], b[14:16]) && bytes.Equal(a[header.TCPMinimumSize:], b[header.TCPMinimumSize:])

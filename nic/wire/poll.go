@@ -93,6 +93,7 @@ func (w *Wire) deliverPollLocked(it work) {
 	d.groOut = nil // out is ours until the calls return
 	w.mu.Unlock()
 
+	// control:wire-gro-poll-no-burst
 	burst := !g.NoBurst && sink == nil
 	if burst {
 		nic.BeginBurst(disp)
