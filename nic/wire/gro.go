@@ -51,7 +51,9 @@ import (
 
 // GRO is a direction's receive-side poll and GRO model, at the far
 // endpoint. Zero Poll means none: each frame is handed over on arrival,
-// alone.
+// alone. A FrameSink attached there gets the aggregates too, with no burst
+// reported. Each frame is counted, traced and written to pcap as it is
+// handed over, at the poll's time, not as the aggregate it went into.
 type GRO struct {
 	// Poll is the interrupt moderation: the poll runs Poll after the frame
 	// that found no poll pending arrived, and takes every frame that has

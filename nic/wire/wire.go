@@ -1,13 +1,15 @@
 // Package wire is an emulated network path between two gVisor link
 // endpoints: per direction a TX ring with credit, a bottleneck with a
 // drop-tail queue, propagation delay, jitter, loss (random and in bursts),
-// duplication, corruption, blackouts and ACK aggregation.
+// duplication, corruption, blackouts and ACK aggregation; and, at the
+// receiving end, optionally its card's poll and GRO (gro.go, poll.go).
 //
 // A frame written to an endpoint takes a TX ring slot, is serialised by the
 // card (which frees the slot), passes the ACK aggregator, enters the
 // bottleneck's drop-tail queue, is serialised at the bottleneck rate, meets
 // blackout, loss, burst loss, corruption and duplication in that order, and
-// arrives after the propagation delay plus jitter.
+// arrives after the propagation delay plus jitter: it is then handed to the
+// far stack, or, with Dir.GRO, waits on the far card for its next poll.
 //
 // Everything the wire does happens in callbacks of the tcpip.Clock it is
 // given. With a *vclock.Clock a run is deterministic: the same Config and Seed
