@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netramp/netramp/counters"
 	"github.com/netramp/netramp/stack/vclock"
 )
 
@@ -312,6 +313,8 @@ func TestGROPollHandsOverWhatArrivedAsOneBurst(t *testing.T) {
 			}
 			s := &burstSink{clk: clk}
 			w.B().Attach(s)
+			reg := counters.NewRegistry()
+			w.Counters(reg, "")
 			r := &rig{clk: clk, w: w}
 			var frames [][]byte
 			for _, sg := range run(20) {
@@ -379,6 +382,14 @@ func TestGROPollHandsOverWhatArrivedAsOneBurst(t *testing.T) {
 				t.Errorf("stats %+v: want 20 delivered, %d polls, %d aggregates of %d frames, %d with several",
 					ab, polls, aggs, merged, several)
 			}
+			for name, want := range map[string]uint64{
+				"gro.polls": ab.GROPolls, "gro.aggregates": ab.GROAggregates, "gro.frames.merged": ab.GROFramesMerged,
+				"gro.polls.several-aggregates": ab.GROPollsSeveral, "gro.poll.high-water.aggregates": ab.GROPollHighAggregates,
+			} {
+				if got := reg.Lookup("nic.wire.a2b." + name).Load(); got != want {
+					t.Errorf("nic.wire.a2b.%s = %d, want %d as in the stats", name, got, want)
+				}
+			}
 		})
 	}
 }
@@ -392,5 +403,12 @@ func TestGROConfigIsChecked(t *testing.T) {
 	}
 	if _, err := NewRealTime(Config{BtoA: Dir{GRO: GRO{Poll: time.Millisecond}}}); err == nil {
 		t.Errorf("a real-time wire accepted GRO")
+	}
+	w, err := New(clk, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetDir(SideA, Dir{GRO: GRO{Poll: time.Millisecond}}); err == nil {
+		t.Errorf("SetDir turned GRO on while the wire runs")
 	}
 }
