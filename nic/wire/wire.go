@@ -300,7 +300,9 @@ func (w *Wire) fire() {
 			}
 			w.outq = append(w.outq, work{dir: d, frame: ev.frame, at: ev.at})
 		case evPoll:
-			w.outq = append(w.outq, work{dir: d, poll: d.pollLocked(ev.at), at: ev.at})
+			if p := d.pollLocked(ev.at); len(p) > 0 {
+				w.outq = append(w.outq, work{dir: d, poll: p, at: ev.at})
+			}
 		}
 		*ev = event{}
 		w.freeEvs = append(w.freeEvs, ev)
