@@ -11,7 +11,7 @@ import (
 
 // TestWireBurstsAreAckedEverySecondSegmentNotCoalesced: on a path with no
 // bottleneck, each flight reaches the receiver in one instant, but the wire
-// hands its segments over one at a time and the receiver's writes only
+// (with no GRO card, wire.GRO) hands its segments over one at a time and the receiver's writes only
 // queue on it, so no segment arrives during a write: ACK coalescing
 // (tcp/coalesce.go) never applies in virtual time, and every second full
 // segment is acknowledged as RFC 5681 §4.2 asks.

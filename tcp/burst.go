@@ -92,6 +92,7 @@ func (e *endpoint) burstEnded(b *burst, gen uint64) {
 	if e.burstOn == b && e.burstGen == gen {
 		e.burstOn = nil
 	}
+	// control:hosttests-gro-burst-ack-waits
 	if e.burstHeld && e.ackPending > 0 && e.state.synchronized() {
 		e.sendAck(ackBurstEnd)
 	}

@@ -55,7 +55,8 @@ package tcp
 //     delay check needs;
 //   - it needs a backlog or a burst: where segments arrive one at a time
 //     (virtual time, where the wire delivers from the clock's goroutine, a
-//     write only queues and no burst is reported) nothing changes.
+//     write only queues and no burst is reported, unless the wire models
+//     the receiving card's poll, nic/wire's GRO) nothing changes.
 
 // maxCoalesce is the fewest full segments one held ACK may cover, and
 // coalesceBytes the payload it may cover when that is more segments: one

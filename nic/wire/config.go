@@ -121,6 +121,11 @@ type Dir struct {
 	// Card and bottleneck are store-and-forward: a frame crossing both pays
 	// both serialisations.
 	LineRateBps int64
+	// GRO models the far endpoint's card: its interrupt moderation, a poll
+	// that hands the stack what arrived as one delivery burst, and GRO
+	// merging in-order TCP segments into aggregates (gro.go). Virtual time
+	// only (NewRealTime refuses it).
+	GRO GRO
 }
 
 // Config describes a Wire: each direction on its own, the endpoints' MTU and
@@ -180,6 +185,9 @@ func (d *Dir) validate(name string) error {
 		if c.set && d.AckAggSegments == 0 {
 			return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f(c.field), f("AckAggSegments"))
 		}
+	}
+	if err := d.GRO.validate(f); err != nil {
+		return err
 	}
 	if d.JitterPeriod > 0 && d.Jitter == 0 {
 		return fmt.Errorf("%w: %s is set without %s", ErrBadConfig, f("JitterPeriod"), f("Jitter"))

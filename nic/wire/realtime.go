@@ -96,6 +96,9 @@ func (b *spinBudget) add(d time.Duration) { b.spun += d }
 // how late each frame was handed over against its schedule; InputLag, how
 // long the receivers then took (input.go). Close stops the thread.
 func NewRealTime(cfg Config) (*Wire, error) {
+	if cfg.AtoB.GRO.Poll > 0 || cfg.BtoA.GRO.Poll > 0 {
+		return nil, errorf("GRO is modelled in virtual time only")
+	}
 	w, err := New(tcpip.NewStdClock(), cfg)
 	if err != nil {
 		return nil, err

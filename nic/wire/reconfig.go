@@ -11,8 +11,8 @@ func (w *Wire) Now() time.Duration { return w.now() }
 // duplication, corruption or blackouts change (a route flap, a link that
 // renegotiates, a radio that fades). It returns an error wrapping
 // ErrBadConfig, naming the field, for an invalid d, or one that changes
-// TxRing, LineRateBps or the ACK aggregation: the card and the aggregator
-// hold frames whose accounting those fields set.
+// TxRing, LineRateBps, the ACK aggregation or GRO: the card, the aggregator
+// and the receive poll hold frames whose accounting those fields set.
 //
 // Frames already past the bottleneck keep the arrival time they were given;
 // the queue keeps its frames and their departure times, and the next frame
@@ -44,6 +44,7 @@ func (w *Wire) SetDir(from Side, d Dir) error {
 		{"AckAggHold", d.AckAggHold == old.AckAggHold},
 		{"AckAggGap", d.AckAggGap == old.AckAggGap},
 		{"AckAggCoalesce", d.AckAggCoalesce == old.AckAggCoalesce},
+		{"GRO", d.GRO == old.GRO},
 	} {
 		if !c.same {
 			return errorf("%s.%s cannot change while the wire runs", name, c.field)

@@ -29,6 +29,11 @@ type DirStats struct {
 	AcksCoalesced                   uint64 // held ACKs superseded by a newer one of their flow (AckAggCoalesce)
 	QueueHighBytes                  uint64 // bottleneck queue high-water mark, bytes (with Ethernet overhead)
 	QueueHighFrames                 uint64 // bottleneck queue high-water mark, frames
+	GROPolls                        uint64 // receive polls that handed frames over (GRO)
+	GROAggregates                   uint64 // packets the receive GRO built of two or more frames
+	GROFramesMerged                 uint64 // frames that went into those aggregates
+	GROPollsSeveral                 uint64 // polls that handed over two or more aggregates
+	GROPollHighAggregates           uint64 // the most aggregates one poll handed over
 	// Lateness is how late frames were handed to the far end against their
 	// schedule (real-time wires only; zero in virtual time).
 	Lateness Lateness
@@ -43,6 +48,8 @@ type dirCounters struct {
 	acksHeld, ackReleases, queueHighBytes, queueHighFrames *counters.Counter
 	acksCoalesced                                          *counters.Counter
 	dropTooBig, fragNeeded, fragmented                     *counters.Counter
+	groPolls, groAggregates, groFramesMerged               *counters.Counter
+	groPollsSeveral, groPollHigh                           *counters.Counter
 }
 
 func (dirCounters) add(c **counters.Counter, n uint64) { (*c).Add(n) }
@@ -98,12 +105,17 @@ func (w *Wire) RegisterCounters(r *counters.Registry, prefix string) error {
 			{&c.acksCoalesced, "ack.coalesced", "held ACKs superseded by a newer ACK of their flow and not sent on", s.AcksCoalesced},
 			{&c.queueHighBytes, "queue.high-water.bytes", "bottleneck queue high-water mark in bytes with Ethernet overhead", s.QueueHighBytes},
 			{&c.queueHighFrames, "queue.high-water.frames", "bottleneck queue high-water mark in frames", s.QueueHighFrames},
+			{&c.groPolls, "gro.polls", "receive polls that handed the far stack the frames arrived since the interrupt (GRO.Poll)", s.GROPolls},
+			{&c.groAggregates, "gro.aggregates", "packets the receive GRO merged from two or more in-order TCP segments", s.GROAggregates},
+			{&c.groFramesMerged, "gro.frames.merged", "frames the receive GRO merged into aggregates", s.GROFramesMerged},
+			{&c.groPollsSeveral, "gro.polls.several-aggregates", "receive polls that handed over two or more GRO aggregates", s.GROPollsSeveral},
+			{&c.groPollHigh, "gro.poll.high-water.aggregates", "the most GRO aggregates one receive poll handed over", s.GROPollHighAggregates},
 		} {
 			ctr, err := r.Register(p+e.name, e.doc)
 			if err != nil {
 				return err
 			}
-			if e.name == "queue.high-water.bytes" || e.name == "queue.high-water.frames" {
+			if e.name == "queue.high-water.bytes" || e.name == "queue.high-water.frames" || e.name == "gro.poll.high-water.aggregates" {
 				ctr.Max(e.v)
 			} else {
 				ctr.Add(e.v)

@@ -1,13 +1,15 @@
 // Package wire is an emulated network path between two gVisor link
 // endpoints: per direction a TX ring with credit, a bottleneck with a
 // drop-tail queue, propagation delay, jitter, loss (random and in bursts),
-// duplication, corruption, blackouts and ACK aggregation.
+// duplication, corruption, blackouts and ACK aggregation; and, at the
+// receiving end, optionally its card's poll and GRO (gro.go, poll.go).
 //
 // A frame written to an endpoint takes a TX ring slot, is serialised by the
 // card (which frees the slot), passes the ACK aggregator, enters the
 // bottleneck's drop-tail queue, is serialised at the bottleneck rate, meets
 // blackout, loss, burst loss, corruption and duplication in that order, and
-// arrives after the propagation delay plus jitter.
+// arrives after the propagation delay plus jitter: it is then handed to the
+// far stack, or, with Dir.GRO, waits on the far card for its next poll.
 //
 // Everything the wire does happens in callbacks of the tcpip.Clock it is
 // given. With a *vclock.Clock a run is deterministic: the same Config and Seed
@@ -125,6 +127,7 @@ func (w *Wire) Close() {
 	for _, d := range w.dirs {
 		d.held = nil
 		d.waiters = nil
+		d.rxRing, d.pollArmed = nil, false
 	}
 	w.mu.Unlock()
 }
@@ -175,6 +178,7 @@ const (
 	evHoldExpire                  // held ACKs have waited AckAggHold
 	evNotify                      // run credit waiters registered with nothing in the ring
 	evGapCheck                    // the data direction may have been idle for AckAggGap
+	evPoll                        // the receiving card polls (GRO.Poll)
 )
 
 type eventHeap []*event
@@ -290,7 +294,15 @@ func (w *Wire) fire() {
 		case evGapCheck:
 			d.gapCheckLocked(ev.at)
 		case evDeliver:
+			if d.cfg.GRO.Poll > 0 {
+				d.arriveLocked(ev.frame, ev.at)
+				break
+			}
 			w.outq = append(w.outq, work{dir: d, frame: ev.frame, at: ev.at})
+		case evPoll:
+			if p := d.pollLocked(ev.at); len(p) > 0 {
+				w.outq = append(w.outq, work{dir: d, poll: p, at: ev.at})
+			}
 		}
 		*ev = event{}
 		w.freeEvs = append(w.freeEvs, ev)
@@ -305,11 +317,12 @@ func (w *Wire) fire() {
 	w.runOutLocked()
 }
 
-// work is a delivery (dir set) or a credit waiter (f set), run outside the
-// lock.
+// work is a delivery (dir set, of one frame or of a poll's frames) or a
+// credit waiter (f set), run outside the lock.
 type work struct {
 	dir   *direction
 	frame []byte
+	poll  [][]byte
 	at    time.Duration
 	f     func()
 }
@@ -333,6 +346,10 @@ func (w *Wire) runOutLocked() {
 			w.mu.Unlock()
 			it.f()
 			w.mu.Lock()
+			continue
+		}
+		if it.poll != nil {
+			w.deliverPollLocked(it)
 			continue
 		}
 		w.deliverLocked(it)
@@ -515,6 +532,12 @@ type direction struct {
 	lastData time.Duration // when the other direction last delivered data (AckAggGap)
 	sawData  bool
 	gapArmed bool // an evGapCheck is pending
+
+	// The receiving card's poll (GRO): frames arrived and not yet polled.
+	rxRing    [][]byte
+	pollArmed bool
+	groBufs   [][]byte // aggregate buffers for reuse
+	groOut    []groPacket
 
 	// Jitter held for a period (JitterPeriod).
 	jitVal time.Duration
