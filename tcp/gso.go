@@ -144,9 +144,11 @@ func (e *endpoint) flushRun() {
 	e.run = gsoRun{}
 	// control:tcp-gso-extended-bytes-uncounted
 	e.p.st.sentBytes.Add(uint64(r.extended))
-	flags := header.TCPFlagAck | header.TCPFlagPsh
+	flags := header.TCPFlagAck
 	if r.fin {
-		flags |= header.TCPFlagFin
+		flags |= header.TCPFlagFin | e.pushFlag(r.end-1)
+	} else {
+		flags |= e.pushFlag(r.end)
 	}
 	pa := e.pathOf()
 	var g stack.GSO

@@ -36,6 +36,7 @@ type frameLog struct {
 type loggedFrame struct {
 	seq uint32
 	n   int
+	psh bool
 }
 
 func (l *frameLog) TxCredit() nic.Credit {
@@ -68,7 +69,7 @@ func (l *frameLog) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		n := len(t.Payload())
 		if n > 0 {
 			i := len(l.frames)
-			l.frames = append(l.frames, loggedFrame{seq: t.SequenceNumber(), n: n})
+			l.frames = append(l.frames, loggedFrame{seq: t.SequenceNumber(), n: n, psh: t.Flags()&header.TCPFlagPsh != 0})
 			l.bytes = append(l.bytes, t.Payload()...)
 			pos++
 			if l.drop != nil && l.drop(i, pos-1, of) {
@@ -131,7 +132,19 @@ func TestGSOPutsTheSameSegmentsOnTheWire(t *testing.T) {
 			t.Errorf("%s: %d without GSO, %d with", c, ra[c], rg[c])
 		}
 	}
-	t.Logf("%d data frames, %d GSO packets", len(off.frames), rg["tcp.gso.packets"])
+	// PSH only where the send buffer ran dry (push.go), which a bulk
+	// writer seldom lets it: the segmenting link puts a GSO packet's PSH on
+	// its last frame, so the frames above agree on it too.
+	push := 0
+	for _, f := range off.frames {
+		if f.psh {
+			push++
+		}
+	}
+	if push == 0 || push > len(off.frames)/10 {
+		t.Errorf("PSH on %d of %d data frames, want some, at most a tenth", push, len(off.frames))
+	}
+	t.Logf("%d data frames (%d with PSH), %d GSO packets", len(off.frames), push, rg["tcp.gso.packets"])
 }
 
 func TestSenderUsesGSOWhenTheLinkOffersIt(t *testing.T) {

@@ -124,7 +124,7 @@ func (e *endpoint) sendData(start, end uint64, fin bool, prev *rtxq.Seg, now tim
 		if n > 0 {
 			payload = e.sbuf.Clone(start-1, n) // shares the queue's bytes: no copy
 			// control:tcp-segment-copies-payload
-			flags |= header.TCPFlagPsh
+			flags |= e.pushFlag(dataEnd)
 		}
 		pkt := e.p.buildPacket(e.pathOf(), e.id.LocalPort, e.id.RemotePort, wire(e.iss, start), ack, flags, wnd, opts, payload)
 		o := outSeg{pkt: pkt, start: start, end: end, newData: !rtx, rtx: rtx, payload: n, priorNxt: e.sndNxt, noDF: noDF}
