@@ -85,17 +85,16 @@ const groAggregate = 64 << 10
 // more. The GRO side must really have handed over several aggregates in at
 // least a quarter of its polls, or the test proves nothing.
 //
-// Our TCP sets PSH on every data segment, so Linux's GRO rule (PSH ends an
-// aggregate) would merge none of them: the card here merges across PSH
-// (wire.GRO.MergePSH), as Linux's does for a sender that marks only a
-// write's last segment.
+// The card keeps Linux's rule, PSH ending an aggregate: our TCP marks only
+// the segment that empties its send buffer (tcp/push.go), so a bulk
+// transfer's segments merge.
 func TestDefaultArmRampsNoSlowerOverAGROReceiver(t *testing.T) {
 	d := arm{"D", tcp.Options{}}
 	for _, p := range groPaths {
 		plain := preset(t, p.preset)
 		plain.AtoB.GRO = wire.GRO{Poll: p.poll, NoMerge: true, NoBurst: true}
 		gro := preset(t, p.preset)
-		gro.AtoB.GRO = wire.GRO{Poll: p.poll, MergePSH: true}
+		gro.AtoB.GRO = wire.GRO{Poll: p.poll}
 		rw := runSeeds(t, preset(t, p.preset), d, 1, p.bytes, p.rtt) // no card model, seed 1, for the log
 		rp := runSeeds(t, plain, d, p.seeds, p.bytes, p.rtt)
 		rg := runSeeds(t, gro, d, p.seeds, p.bytes, p.rtt)

@@ -74,11 +74,11 @@ type GRO struct {
 	NoMerge, NoBurst bool
 	// MergePSH lets PSH neither end an aggregate nor keep a segment from
 	// joining one (departure from Linux, whose GRO flushes on PSH). A
-	// sender that sets PSH on every data segment, as netramp's TCP and
-	// gVisor's do on a link without GSO, gets no aggregate at all from
-	// Linux's rule; with MergePSH it gets those a sender that marks only
-	// the last segment of a write (Linux) would get. The aggregate carries
-	// its last segment's PSH.
+	// sender that sets PSH on every data segment, as gVisor's TCP does on a
+	// link without GSO, gets no aggregate at all from Linux's rule; with
+	// MergePSH it gets those a sender that marks only the segment that
+	// empties its send buffer (Linux, netramp's TCP) would get. The
+	// aggregate carries its last segment's PSH.
 	MergePSH bool
 }
 
