@@ -62,13 +62,15 @@ type Arm interface {
 //
 //	A, B, P, D        this build's TCP in virtual time (the arm table, metal/arms; D is the default)
 //	rt:A, ..., rt:D   the same TCP on the wire in real time, as the kernel's rows run
+//	rtk:A, ..., rtk:D the same TCP in real time sending to the kernel's receiver, the
+//	                  Linux rows' sink, so the two differ only in the sender (root, Linux)
 //	gvisor            gVisor's own TCP on a real-time wire
 //	linux[:<cc>]      the host kernel's TCP (cubic, or the congestion control named) on a
 //	                  real-time wire through nic/linuxpeer, where the host allows it
 //	loopback          the host kernel's TCP over 127.0.0.1, no path emulation (a self-check of the bench)
 //	rev:<git-rev>:<builtin>  a build of another revision of this repository, run as a subprocess arm
 //	boot:<command>    a command that boots an image whose source dials this host's sink
-//	boot:qemu[:arm]   the QEMU hook, the image's source on arm A, B (default), P or gvisor (see boot.go)
+//	boot:qemu[:arm]   the QEMU hook, the image's source on arm A, B, P, D (default) or gvisor (see boot.go)
 type Definitions map[string]string
 
 // DefaultDefinitions name the built-in arms, the default arm's real-time
@@ -112,6 +114,8 @@ func Build(name, def string, o ArmOptions) (Arm, error) {
 		return newVirtualArm(def)
 	case strings.HasPrefix(def, "rt:"):
 		return newRealArm(strings.TrimPrefix(def, "rt:"))
+	case strings.HasPrefix(def, "rtk:"):
+		return newKernelSinkArm(strings.TrimPrefix(def, "rtk:"))
 	case def == "gvisor":
 		return newGVisorArm(), nil
 	case def == "linux":
@@ -130,7 +134,7 @@ func Build(name, def string, o ArmOptions) (Arm, error) {
 	case strings.HasPrefix(def, "boot:"):
 		return newBootArm(name, strings.TrimPrefix(def, "boot:"), o.SinkAddr)
 	}
-	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, D, rt:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
+	return nil, fmt.Errorf("%w: %s=%q (want A, B, P, D, rt:<arm>, rtk:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>)", ErrUnknownArm, name, def)
 }
 
 // sortedKeys is for stable evidence.

@@ -207,6 +207,7 @@ func TestVirtualRowsRepeatExactlyInBothDirections(t *testing.T) {
 func TestRealTimeArmsCarryARowOnTheWire(t *testing.T) {
 	for _, c := range []struct{ def, counter string }{
 		{"linux", "tcp.retransmitted.bytes"}, {"linux:bbr", "tcp.retransmitted.bytes"}, {"rt:B", "tcp.sent.bytes"},
+		{"rtk:D", "tcp.sent.bytes"},
 	} {
 		t.Run(c.def, func(t *testing.T) {
 			a, err := Build(c.def, c.def, ArmOptions{})

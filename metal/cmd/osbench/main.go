@@ -85,7 +85,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("osbench", flag.ContinueOnError)
 	preset := fs.String("preset", "t14", "nic/wire preset of the path ("+strings.Join(wire.PresetNames(), ", ")+")")
 	order := fs.String("arms", strings.Join(bench.DefaultOrder, ","), "arm names in row order")
-	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, D, rt:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu[:<arm>])")
+	defs := fs.String("define", "", "arm definitions Name=def,... on top of the built-ins (A, B, P, D, rt:<arm>, rtk:<arm>, gvisor, linux[:<cc>], loopback, rev:<rev>:<arm>, boot:<command>, boot:qemu[:<arm>])")
 	conns := fs.Int("conns", defaultConns, "connections per row (their figures are averaged)")
 	nbytes := fs.Int64("bytes", defaultBytes, "payload bytes per connection")
 	armBytes := fs.String("arm-bytes", defaultArmBytes, "per-arm payload overrides Name=bytes,... (for slow real-time arms)")
