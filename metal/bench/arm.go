@@ -74,9 +74,9 @@ type Arm interface {
 type Definitions map[string]string
 
 // DefaultDefinitions name the built-in arms, the default arm's real-time
-// row (RealDefault) among them.
+// rows (RealDefault, KernelSinkDefault) among them.
 func DefaultDefinitions() Definitions {
-	d := Definitions{RealDefault: RealDefault, "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
+	d := Definitions{RealDefault: RealDefault, KernelSinkDefault: KernelSinkDefault, "gVisor": "gvisor", "Linux": "linux", "loopback": "loopback"}
 	for _, n := range arms.Names() {
 		d[n] = n
 	}

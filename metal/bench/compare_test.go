@@ -88,18 +88,19 @@ func TestRunnerGivesTheJudgeThePathsLineRate(t *testing.T) {
 // table.
 func TestLateKernelRowsStillGiveALineAboutLinux(t *testing.T) {
 	ok := scriptRow{bytes: 2000}
-	cfg := Config{Order: []string{"Linux", RealDefault, RealDefault, "Linux"}, Bytes: 1, Conns: 1, Rules: judge.DefaultRules,
+	cfg := Config{Order: []string{"Linux", KernelSinkDefault, KernelSinkDefault, "Linux", RealDefault, "gVisor", RealDefault, "gVisor"}, Bytes: 1, Conns: 1, Rules: judge.DefaultRules,
 		Evidence: t.TempDir(), NoPlot: true}
 	var out bytes.Buffer
 	cfg.Out = &out
-	_, err := runWith(context.Background(), cfg, map[string]Arm{"Linux": &slowRealArm{}, RealDefault: &scriptArm{rows: []scriptRow{ok, ok}}})
+	_, err := runWith(context.Background(), cfg, map[string]Arm{"Linux": &slowRealArm{}, KernelSinkDefault: &scriptArm{rows: []scriptRow{ok, ok}},
+		RealDefault: &scriptArm{rows: []scriptRow{ok, ok}}, "gVisor": &scriptArm{rows: []scriptRow{ok, ok}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	late := "its real-time emulator ran late (p99 1.000 ms > 0.500 ms); wire lateness p50 0.001 ms, p99 1.000 ms, max 2.000 ms (100 frames); input lag p50 0.002 ms, p99 0.030 ms, max 4.000 ms (100 frames)"
 	for _, want := range []string{
 		"vs-linux on recv_100ms, recv_300ms, recv_1s, recv_2s, goodput, retrans: NOT JUDGED: arm Linux: row 1 rejected and its re-run, row 2, too: " + late + "; row 5 rejected and its re-run, row 6, too: " + late,
-		"  " + RealDefault + " vs Linux: NOT JUDGED on every metric",
+		"  " + KernelSinkDefault + " vs Linux: NOT JUDGED on every metric",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -107,7 +108,7 @@ func TestLateKernelRowsStillGiveALineAboutLinux(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(cfg.Evidence, "table.md"))
 	if !strings.Contains(string(md), "| standing | recv_100ms | recv_300ms | recv_1s | recv_2s | goodput | retrans |") ||
-		!strings.Contains(string(md), "| "+RealDefault+" vs Linux | NOT JUDGED |") {
+		!strings.Contains(string(md), "| "+KernelSinkDefault+" vs Linux | NOT JUDGED |") {
 		t.Errorf("table.md lacks the standing:\n%s", md)
 	}
 }
