@@ -16,7 +16,6 @@ import (
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/linuxpeer"
 	"github.com/netramp/netramp/nic/netns"
-	"github.com/netramp/netramp/nic/wire"
 )
 
 // linuxArm is the host kernel's TCP at both ends of the emulated path:
@@ -63,12 +62,10 @@ func (a linuxArm) Describe() map[string]string {
 const linuxTCPMem = 32 << 20
 
 func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn, err error) {
-	cfg, err := wire.Preset(spec.Preset)
+	cfg, err := rowWire(spec)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Seed = spec.Seed
-	cfg.NoTraceHash = true
 	cfg.AtoB.TxRing, cfg.BtoA.TxRing = 0, 0
 	pr, err := linuxpeer.StartPair(ctx, linuxpeer.Config{Wire: cfg, CongestionControl: a.cc, TCPMem: linuxTCPMem})
 	if err != nil {

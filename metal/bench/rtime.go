@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime/debug"
 
 	"github.com/netramp/netramp/counters"
@@ -42,12 +43,10 @@ func (a *realArm) Describe() map[string]string {
 }
 
 func (a *realArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
-	cfg, err := wire.Preset(spec.Preset)
+	cfg, err := rowWire(spec)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Seed = spec.Seed
-	cfg.NoTraceHash = true
 	// The wire's releasing thread shares this process with both stacks, and
 	// every collection's stop-the-world stops it too: fewer collections keep
 	// the wire punctual. The kernel's rows have no such cost to hide.
@@ -59,14 +58,12 @@ func (a *realArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 	defer w.Close()
 	reg := counters.NewRegistry()
 	w.Counters(reg, "nic")
-	o := a.arm.Options
-	o.Counters = reg
-	src, err := stack.New(stack.Options{TCP: o, Counters: reg, NICs: []stack.NIC{{Link: w.A(), Addr: sourcePrefix}}})
+	src, err := armStack(a.arm, reg, w.A(), sourcePrefix)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	dst, err := stack.New(stack.Options{TCP: o, Counters: reg, NICs: []stack.NIC{{Link: w.B(), Addr: sinkPrefix}}})
+	dst, err := armStack(a.arm, reg, w.B(), sinkPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -79,4 +76,24 @@ func (a *realArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 		spec.Late(w.Lateness(), w.InputLag())
 	}
 	return conns, err
+}
+
+// rowWire is the path of a real-time row of spec: its preset and seed,
+// without the trace hash.
+func rowWire(spec RowSpec) (wire.Config, error) {
+	cfg, err := wire.Preset(spec.Preset)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Seed = spec.Seed
+	cfg.NoTraceHash = true
+	return cfg, nil
+}
+
+// armStack is a stack running arm's TCP on link at prefix, its counters
+// and the TCP's in reg.
+func armStack(arm arms.Arm, reg *counters.Registry, link *wire.Endpoint, prefix netip.Prefix) (*stack.Stack, error) {
+	o := arm.Options
+	o.Counters = reg
+	return stack.New(stack.Options{TCP: o, Counters: reg, NICs: []stack.NIC{{Link: link, Addr: prefix}}})
 }

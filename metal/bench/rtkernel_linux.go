@@ -13,8 +13,6 @@ import (
 	"github.com/netramp/netramp/metal/report"
 	"github.com/netramp/netramp/nic/linuxpeer"
 	"github.com/netramp/netramp/nic/netns"
-	"github.com/netramp/netramp/nic/wire"
-	"github.com/netramp/netramp/stack"
 )
 
 // kernelSinkArm is this build's TCP sending, on side A of a real-time
@@ -55,12 +53,10 @@ func (a *kernelSinkArm) Describe() map[string]string {
 }
 
 func (a *kernelSinkArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error) {
-	cfg, err := wire.Preset(spec.Preset)
+	cfg, err := rowWire(spec)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Seed = spec.Seed
-	cfg.NoTraceHash = true
 	cfg.BtoA.TxRing = 0
 	defer debug.SetGCPercent(debug.SetGCPercent(rowGCPercent))
 	p, err := linuxpeer.Start(ctx, linuxpeer.Config{Wire: cfg, TCPMem: linuxTCPMem})
@@ -73,9 +69,7 @@ func (a *kernelSinkArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn
 	}
 	reg := counters.NewRegistry()
 	p.Wire().Counters(reg, "nic")
-	o := a.arm.Options
-	o.Counters = reg
-	src, err := stack.New(stack.Options{TCP: o, Counters: reg, NICs: []stack.NIC{{Link: p.Link(), Addr: sourcePrefix}}})
+	src, err := armStack(a.arm, reg, p.Link(), sourcePrefix)
 	if err != nil {
 		return nil, err
 	}
