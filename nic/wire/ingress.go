@@ -91,6 +91,7 @@ func (e *Endpoint) writeFrameRT(b []byte) tcpip.Error {
 		e.w.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
 	}
+	// control:wire-rt-writer-takes-wire-lock
 	f := e.w.rtBuf(len(b))
 	copy(f, b)
 	d.enqueue([]rxFrame{{f, e.w.now()}})
@@ -163,6 +164,7 @@ func (d *direction) slotFreedLocked() {
 func (w *Wire) takeIngressLocked() {
 	for _, d := range w.dirs {
 		in := d.in
+		// control:wire-rt-ingress-taken-blocking
 		if !in.mu.TryLock() {
 			continue
 		}
@@ -171,6 +173,7 @@ func (w *Wire) takeIngressLocked() {
 		if d.slotFreed || in.notify.Swap(false) {
 			d.slotFreed = false
 			for _, wt := range in.waiters {
+				// control:wire-rt-ring-cancel
 				if wt.done.CompareAndSwap(false, true) {
 					fs = append(fs, wt.f)
 				}
@@ -185,6 +188,7 @@ func (w *Wire) takeIngressLocked() {
 			}
 		}
 		clear(w.inScratch)
+		// control:wire-rt-credit-on-releaser
 		if len(fs) > 0 {
 			w.rt.credits.put(fs)
 		}
