@@ -35,6 +35,10 @@ import (
 //     milliseconds on a busy host, at whatever moment it struck. The thread
 //     yields by itself every rtYieldEvery instead, and only when the next
 //     event is at least rtYieldGap away, so the hand-back falls in a gap.
+//
+// A third cause, the largest, was a lock: the thread waited for the wire's
+// lock while an ordinary thread it had preempted held it. No other thread
+// takes that lock on a frame's way any more (ingress.go, input.go).
 const (
 	rtSpin       = 150 * time.Microsecond // spun, not slept, before each deadline
 	rtSpinShort  = 20 * time.Microsecond  // the spin once rtSpinBudget is spent
