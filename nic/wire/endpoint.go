@@ -75,6 +75,9 @@ func (e *Endpoint) WriteFrame(b []byte) tcpip.Error {
 		return &tcpip.ErrClosedForSend{}
 	}
 	w := e.w
+	if w.rt != nil && len(b) <= int(mtu) {
+		return e.writeFrameRT(b)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(b) > int(mtu) {
@@ -103,6 +106,9 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		return 0, &tcpip.ErrClosedForSend{}
 	}
 	w := e.w
+	if w.rt != nil {
+		return e.writePacketsRT(pkts, mtu)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
@@ -151,19 +157,26 @@ type credit struct{ d *direction }
 // TxFree returns the free ring slots; an unlimited ring reports MaxInt32.
 func (c credit) TxFree() int {
 	d := c.d
-	d.w.mu.Lock()
-	defer d.w.mu.Unlock()
-	if d.cfg.TxRing == 0 {
+	if d.ringSize == 0 {
 		return math.MaxInt32
 	}
-	return d.cfg.TxRing - d.ringUsed
+	if d.in != nil {
+		return d.ringSize - int(d.in.slots.Load())
+	}
+	d.w.mu.Lock()
+	defer d.w.mu.Unlock()
+	return d.ringSize - d.ringUsed
 }
 
-// NotifyTxFree registers f to run once, from a clock callback, when a slot
-// next frees. With nothing in the ring no slot will free, so f runs at the
+// NotifyTxFree registers f to run once, from a clock callback (in real
+// time, from the wire's credit goroutine: ingress.go), when a slot next
+// frees. With nothing in the ring no slot will free, so f runs at the
 // current instant instead.
 func (c credit) NotifyTxFree(f func()) (cancel func()) {
 	d := c.d
+	if d.in != nil {
+		return d.notifyTxFreeRT(f)
+	}
 	w := d.w
 	wt := &waiter{f: f}
 	w.mu.Lock()
@@ -173,11 +186,7 @@ func (c credit) NotifyTxFree(f func()) (cancel func()) {
 		w.pushLocked(&event{at: now, kind: evNotify, dir: d}, now)
 	}
 	w.mu.Unlock()
-	return func() {
-		w.mu.Lock()
-		wt.done = true
-		w.mu.Unlock()
-	}
+	return func() { wt.done.Store(true) }
 }
 
 // MTU returns the endpoint's MTU.

@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // rxQueue is a real-time endpoint's input queue. The releasing thread hands
 // a frame over here, as a card hands it to its host's receive ring, and the
@@ -20,9 +23,17 @@ import "time"
 // recorded per frame for stacks and sinks alike (InputLag): it is the
 // receiving host's time to take a frame in, part of what a row measures,
 // and shown beside the wire's lateness.
+//
+// The queue has a lock of its own, which the input goroutine holds only to
+// take the frames queued: it never takes the wire's (see ingress.go for
+// why the releaser must not wait on a lock an ordinary thread holds).
 type rxQueue struct {
-	frames []rxFrame // guarded by the wire's lock
+	mu     sync.Mutex
+	frames []rxFrame // guarded by mu
 	wake   chan struct{}
+
+	lagMu sync.Mutex
+	lag   latHist // handover to the receiver's return, guarded by lagMu
 }
 
 // rxFrame is a frame handed over at wire time at.
@@ -35,14 +46,17 @@ type rxFrame struct {
 // receiver that falls this far behind loses frames, counted as DropInput.
 const rxQueueMax = 4096
 
-// putLocked queues frame, handed over at wire time now, or reports false if
-// the queue is full.
-func (q *rxQueue) putLocked(frame []byte, now time.Duration) bool {
+// put queues frame, handed over at wire time now, or reports false if the
+// queue is full.
+func (q *rxQueue) put(frame []byte, now time.Duration) bool {
+	q.mu.Lock()
 	// control:wire-input-queue-unbounded
 	if len(q.frames) >= rxQueueMax {
+		q.mu.Unlock()
 		return false
 	}
 	q.frames = append(q.frames, rxFrame{frame, now})
+	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -64,11 +78,11 @@ func (w *Wire) input(e *Endpoint) {
 			return
 		}
 		for {
-			w.mu.Lock()
+			q.mu.Lock()
 			batch = append(batch[:0], q.frames...)
 			clear(q.frames)
 			q.frames = q.frames[:0]
-			w.mu.Unlock()
+			q.mu.Unlock()
 			if len(batch) == 0 {
 				break
 			}
@@ -86,18 +100,20 @@ func (w *Wire) input(e *Endpoint) {
 				// control:wire-input-lag-unmeasured
 				lags = append(lags, w.now()-f.at)
 			}
-			w.mu.Lock()
+			q.lagMu.Lock()
 			for _, l := range lags {
-				d.lag.record(l)
+				q.lag.record(l)
 			}
+			q.lagMu.Unlock()
 			if n := uint64(len(batch) - len(lags)); n > 0 {
+				w.mu.Lock()
 				d.stats.DropDetached += n
 				d.ctr.add(&d.ctr.dropDetached, n)
+				w.mu.Unlock()
 			}
 			for _, f := range batch {
-				w.putBufLocked(f.b)
+				w.rtPut(f.b)
 			}
-			w.mu.Unlock()
 			clear(batch)
 		}
 	}
@@ -108,11 +124,13 @@ func (w *Wire) input(e *Endpoint) {
 // return of the stack's or the sink's delivery. In virtual time Frames is
 // 0.
 func (w *Wire) InputLag() Lateness {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	var h latHist
-	for _, d := range w.dirs {
-		h.merge(&d.lag)
+	for _, e := range w.eps {
+		if q := e.rx; q != nil {
+			q.lagMu.Lock()
+			h.merge(&q.lag)
+			q.lagMu.Unlock()
+		}
 	}
 	return h.summary()
 }

@@ -35,6 +35,10 @@ import (
 //     milliseconds on a busy host, at whatever moment it struck. The thread
 //     yields by itself every rtYieldEvery instead, and only when the next
 //     event is at least rtYieldGap away, so the hand-back falls in a gap.
+//
+// A third cause, the largest, was a lock: the thread waited for the wire's
+// lock while an ordinary thread it had preempted held it. No other thread
+// takes that lock on a frame's way any more (ingress.go, input.go).
 const (
 	rtSpin       = 150 * time.Microsecond // spun, not slept, before each deadline
 	rtSpinShort  = 20 * time.Microsecond  // the spin once rtSpinBudget is spent
@@ -57,6 +61,8 @@ type releaser struct {
 	done  chan struct{}
 	fifo  bool // set by the thread itself before its first event
 	spins uint64
+	// credits runs the TX credit waiters (ingress.go).
+	credits creditRunner
 	// batches counts the times the thread ran the events due (fire).
 	batches uint64
 	yields  uint64
@@ -104,11 +110,16 @@ func NewRealTime(cfg Config) (*Wire, error) {
 		return nil, err
 	}
 	w.rt = &releaser{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	w.rt.credits.wake = make(chan struct{}, 1)
 	holdP()
+	for _, d := range w.dirs {
+		d.in = &ingress{}
+	}
 	for _, e := range w.eps {
 		e.rx = &rxQueue{wake: make(chan struct{}, 1)}
 		go w.input(e)
 	}
+	go w.rt.credits.run(w.rt.stop)
 	started := make(chan struct{})
 	go w.release(started)
 	// The first frames must not wait for the thread to be scheduled.
@@ -189,6 +200,7 @@ func (w *Wire) release(started chan<- struct{}) {
 	close(started)
 	for {
 		w.mu.Lock()
+		w.takeIngressLocked()
 		armed, at := w.armed, w.armAt
 		w.mu.Unlock()
 		if !armed {

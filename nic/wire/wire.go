@@ -25,6 +25,7 @@ import (
 	"hash"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -77,6 +78,11 @@ type Wire struct {
 	rt      *releaser // nil in virtual time
 	freeEvs []*event  // recycled events
 	bufs    [][]byte  // recycled frame buffers of MTU capacity
+
+	// Real time (ingress.go): frame buffers, and the releaser's scratch
+	// for the frames it takes from an ingress queue.
+	rtBufs    sync.Pool
+	inScratch []rxFrame
 }
 
 // New builds a wire on clk. It returns an error wrapping ErrBadConfig,
@@ -217,6 +223,9 @@ func (w *Wire) eventLocked(at time.Duration, kind eventKind, d *direction, frame
 
 // getBufLocked returns a buffer of length n, recycled when n fits the MTU.
 func (w *Wire) getBufLocked(n int) []byte {
+	if w.rt != nil {
+		return w.rtBuf(n)
+	}
 	if k := len(w.bufs); k > 0 && n <= int(w.mtu) {
 		b := w.bufs[k-1]
 		w.bufs = w.bufs[:k-1]
@@ -228,6 +237,10 @@ func (w *Wire) getBufLocked(n int) []byte {
 // putBufLocked recycles a frame the wire is done with (delivered or
 // dropped); nothing may hold it afterwards.
 func (w *Wire) putBufLocked(b []byte) {
+	if w.rt != nil {
+		w.rtPut(b)
+		return
+	}
 	if cap(b) >= int(w.mtu) && len(w.bufs) < 1<<13 {
 		w.bufs = append(w.bufs, b[:0])
 	}
@@ -278,12 +291,12 @@ func (w *Wire) fire() {
 		switch ev.kind {
 		case evCardDone:
 			if d.cfg.TxRing > 0 {
-				d.ringUsed--
+				d.slotFreedLocked()
 				waiters = d.takeWaitersLocked(waiters)
 			}
 			d.admitLocked(ev.frame, ev.at)
 		case evSlotFree:
-			d.ringUsed--
+			d.slotFreedLocked()
 			waiters = d.takeWaitersLocked(waiters)
 		case evNotify:
 			waiters = d.takeWaitersLocked(waiters)
@@ -386,7 +399,7 @@ func (w *Wire) deliverLocked(it work) {
 	if d.to.rx != nil {
 		// Real time: the endpoint's input goroutine takes it from here, to
 		// its stack or its sink.
-		if !d.to.rx.putLocked(it.frame, w.now()) {
+		if !d.to.rx.put(it.frame, w.now()) {
 			d.stats.DropInput++
 			d.ctr.add(&d.ctr.dropInput, 1)
 			w.putBufLocked(it.frame)
@@ -510,10 +523,13 @@ type direction struct {
 	cardRate                int64
 
 	// TX ring and card.
-	ringUsed int
-	waiters  []*waiter
-	cardBusy time.Duration
-	cardRem  int64
+	ringSize  int // cfg.TxRing, fixed for the wire's life
+	ringUsed  int
+	waiters   []*waiter
+	in        *ingress // real time: frames and waiters from other threads
+	slotFreed bool     // real time: a slot freed since the waiters were last run
+	cardBusy  time.Duration
+	cardRem   int64
 
 	// Bottleneck.
 	linkBusy    time.Duration
@@ -546,7 +562,6 @@ type direction struct {
 	stats DirStats
 	ctr   dirCounters
 	late  latHist // real time: how late each frame was handed over
-	lag   latHist // real time: handover to the receiver's return (input.go)
 }
 
 type queued struct {
@@ -556,7 +571,7 @@ type queued struct {
 
 type waiter struct {
 	f    func()
-	done bool
+	done atomic.Bool // run or cancelled
 }
 
 func newDirection(w *Wire, idx int, cfg Dir, rtt time.Duration, mtu uint32, seed uint64) *direction {
@@ -571,6 +586,7 @@ func newDirection(w *Wire, idx int, cfg Dir, rtt time.Duration, mtu uint32, seed
 		queueBytes:  cfg.QueueBytes,
 		queueFrames: cfg.QueueFrames,
 		cardRate:    cfg.LineRateBps,
+		ringSize:    cfg.TxRing,
 	}
 	d.cfg.Blackouts = append([]Window(nil), cfg.Blackouts...)
 	if cfg.Burst != nil {
@@ -949,8 +965,7 @@ func (d *direction) corrupt(frame []byte) []byte {
 func (d *direction) takeWaitersLocked(dst []func()) []func() {
 	for _, wt := range d.waiters {
 		// control:wire-ring-cancel
-		if !wt.done {
-			wt.done = true
+		if wt.done.CompareAndSwap(false, true) {
 			dst = append(dst, wt.f)
 		}
 	}
