@@ -38,7 +38,9 @@ type SuitePath struct {
 // emulate punctually, the kernel's TCP (cubic and bbr) and this TCP's arms
 // A, B, P and D (the default), all in real time on one nic/wire,
 // interleaved three times (ABABAB), one connection a row, judged by
-// judge.ParityRules.
+// judge.ParityRules. Every row's receiver is the kernel's: this TCP's arms
+// send to it (rtk:), so a row of ours and a kernel row differ only in the
+// sender, the side the rules judge.
 func ParitySuite() Suite {
 	return Suite{
 		Name: "parity",
@@ -50,7 +52,7 @@ func ParitySuite() Suite {
 		},
 		Order: repeat([]string{"Linux-cubic", "Linux-bbr", "A", "B", "P", "D"}, 3),
 		Defs: Definitions{"Linux-cubic": "linux:cubic", "Linux-bbr": "linux:bbr",
-			"A": "rt:A", "B": "rt:B", "P": "rt:P", "D": "rt:D"},
+			"A": "rtk:A", "B": "rtk:B", "P": "rtk:P", "D": "rtk:D"},
 		Conns:   1,
 		Rules:   judge.ParityRules,
 		Verdict: judge.ParityRuleNames,

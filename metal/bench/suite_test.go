@@ -19,7 +19,8 @@ import (
 
 // TestParitySuiteRunsEveryArmInRealTime: the parity suite's paths are
 // presets, its rows interleave Linux cubic, Linux bbr, A, B, P and D three
-// times, every arm it defines runs in real time, and its rules parse.
+// times, every arm it defines runs in real time, this TCP's arms sending to
+// the kernel's receiver as the kernel's rows do, and its rules parse.
 func TestParitySuiteRunsEveryArmInRealTime(t *testing.T) {
 	s := ParitySuite()
 	for _, p := range s.Paths {
@@ -37,6 +38,9 @@ func TestParitySuiteRunsEveryArmInRealTime(t *testing.T) {
 		}
 		if a.Timebase() != Real {
 			t.Errorf("arm %s (%s) runs in %s time", name, def, a.Timebase())
+		}
+		if !strings.HasPrefix(name, "Linux-") && def != "rtk:"+name {
+			t.Errorf("arm %s is %s, want rtk:%[1]s: the kernel's receiver, as the kernel rows'", name, def)
 		}
 	}
 	if _, err := judge.Parse("parity", s.Rules); err != nil {
