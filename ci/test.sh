@@ -49,15 +49,18 @@ step "go test"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/netramp-gotest.log
 test "${PIPESTATUS[0]}" -eq 0
 
-step "go test -race: tcp, stack and the soaks"
+step "go test -race: tcp, stack, the wire and the soaks"
 # The packages whose goroutines meet (the conn's calls, the endpoint's
-# lock, timers, links' readers) under the race detector, and every
-# TestSoak* of host_tests. -short keeps them to a few minutes; -trimpath,
+# lock, timers, links' readers, the real-time wire's releaser, writers and
+# input goroutines) under the race detector, every TestSoak* of
+# host_tests, and the bench's real-time rows (ours and the kernel's, as
+# root) on the wire. -short keeps them to a few minutes; -trimpath,
 # as ci/controls/run.sh builds, lets the -race controls reuse this build.
 start=$(date +%s)
 {
-	GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 20m ./tcp/... ./stack/... &&
-		GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 20m -run '^TestSoak' ./host_tests
+	GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 20m ./tcp/... ./stack/... ./nic/wire &&
+		GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 20m -run '^TestSoak' ./host_tests &&
+		GOFLAGS="$GOFLAGS -trimpath" go test -race -short -count=1 -timeout 10m -run '^TestRealTimeArmsCarryARowOnTheWire$' ./metal/bench
 } 2>&1 | tee /tmp/netramp-gotest-race.log
 test "${PIPESTATUS[0]}" -eq 0
 echo "ok ($(($(date +%s) - start)) s)"

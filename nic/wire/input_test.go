@@ -216,3 +216,44 @@ func TestInputLagSpansTheReceiversDelivery(t *testing.T) {
 		t.Fatalf("input lag max %v, p99 %v: the held frame's lag is at least %v", l.Max, l.P99, hold)
 	}
 }
+
+// TestRealTimeFrameIsNotReadAfterItsHandover: once the releasing thread
+// queues a frame for an endpoint's input goroutine, the frame is that
+// goroutine's, which recycles it for the next write as soon as it is
+// delivered; the releaser reads nothing of it after the handover. Run
+// under -race (CI's race step runs this package): a read after the
+// handover (here the ACK aggregator's look at a data segment) races with
+// the next write into the recycled buffer. Without -race it checks only
+// that every frame arrives, in order.
+func TestRealTimeFrameIsNotReadAfterItsHandover(t *testing.T) {
+	w, err := NewRealTime(Config{
+		AtoB: Dir{Delay: 100 * time.Microsecond},
+		BtoA: Dir{Delay: 100 * time.Microsecond, AckAggSegments: 4, AckAggHold: time.Millisecond},
+		Seed: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var got frameLog
+	w.B().AttachSink(&got)
+	const n = 3000
+	for i := uint32(0); i < n; i++ {
+		if terr := w.A().WriteFrame(data(i, 1000)); terr != nil {
+			t.Fatal(terr)
+		}
+		if i%100 == 99 {
+			time.Sleep(50 * time.Microsecond) // let deliveries, and recycling, overlap the writes
+		}
+	}
+	if !waitFor(func() bool { return got.count() == n }) {
+		t.Fatalf("%d of %d frames reached B", got.count(), n)
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	for i, id := range got.ids {
+		if id != uint32(i) {
+			t.Fatalf("B got frame %d as its %d-th", id, i)
+		}
+	}
+}

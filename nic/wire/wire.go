@@ -394,7 +394,16 @@ func (w *Wire) deliverLocked(it work) {
 	d.ctr.add(&d.ctr.deliveredBytes, uint64(len(it.frame)))
 	w.traceLocked(it.at, d, TraceDeliver, it.frame)
 	w.pcapLocked(d.to.side, it.frame)
-	queued := false
+	// The burst a data segment belongs to is under way before the peer
+	// answers it: an ACK it triggers must not pass as after an idle gap.
+	// Read before the frame is queued: from then on the input goroutine
+	// owns it, and recycles it once delivered.
+	isData := false
+	r := d.reverse
+	// control:wire-rt-frame-read-after-handover
+	if r.cfg.AckAggSegments > 0 {
+		isData = classify(it.frame).data
+	}
 	// control:wire-stack-input-on-releaser
 	if d.to.rx != nil {
 		// Real time: the endpoint's input goroutine takes it from here, to
@@ -405,19 +414,14 @@ func (w *Wire) deliverLocked(it work) {
 			w.putBufLocked(it.frame)
 			return
 		}
-		queued = true
-	}
-	// The burst a data segment belongs to is under way before the peer
-	// answers it: an ACK it triggers must not pass as after an idle gap.
-	isData := false
-	if r := d.reverse; r.cfg.AckAggSegments > 0 {
-		if isData = classify(it.frame).data; isData {
+		if isData {
 			r.dataDelivered(it.at)
 		}
-	}
-	if queued {
 		d.countDataLocked(isData)
 		return
+	}
+	if isData {
+		r.dataDelivered(it.at)
 	}
 	w.mu.Unlock()
 
