@@ -52,8 +52,12 @@ func gvisorStack(t *testing.T, ep stack.LinkEndpoint, addr tcpip.Address) *stack
 // TestGvisorTCPCarries64MBOverT14InRealTime shows the wire carries real
 // traffic: gVisor's own TCP, two stacks, the t14 path (1 Gbit/s, 2 ms RTT,
 // ACKs aggregated per 34 segments, a 256-frame TX ring) on the wall clock.
-// It reports figures; it asserts only that every byte arrives intact.
+// It reports figures; it asserts only that every byte arrives intact. Its
+// bound, hangBound, is for a hang, not a timing claim: on a loaded host
+// gVisor's RTO backoff has stretched the transfer past a minute (CI, load
+// of a parallel go test), where it takes a second or two idle.
 func TestGvisorTCPCarries64MBOverT14InRealTime(t *testing.T) {
+	const hangBound = 5 * time.Minute
 	if testing.Short() {
 		t.Skip("real-time transfer of 64 MB")
 	}
@@ -105,14 +109,14 @@ func TestGvisorTCPCarries64MBOverT14InRealTime(t *testing.T) {
 	}
 	want := sha256.Sum256(payload)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 	defer cancel()
 	start := time.Now()
 	c, err := gonet.DialContextTCP(ctx, sa, tcpip.FullAddress{NIC: 1, Addr: addrB, Port: 5001}, ipv4.ProtocolNumber)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeadline(time.Now().Add(60 * time.Second))
+	c.SetDeadline(time.Now().Add(hangBound))
 	if _, err := c.Write(payload); err != nil {
 		t.Fatalf("write: %v", err)
 	}
@@ -120,8 +124,8 @@ func TestGvisorTCPCarries64MBOverT14InRealTime(t *testing.T) {
 	var r result
 	select {
 	case r = <-got:
-	case <-time.After(60 * time.Second):
-		t.Fatal("receiver did not finish in 60 s")
+	case <-time.After(hangBound):
+		t.Fatalf("receiver did not finish in %v", hangBound)
 	}
 	el := time.Since(start)
 	c.Close()
