@@ -43,6 +43,14 @@ type RowSpec struct {
 	Late func(late, lag wire.Lateness)
 }
 
+// reportLate hands a real-time row's wire lateness and input lag to Late,
+// if set.
+func (s RowSpec) reportLate(w *wire.Wire) {
+	if s.Late != nil {
+		s.Late(w.Lateness(), w.InputLag())
+	}
+}
+
 // Arm is one side of a comparison.
 type Arm interface {
 	// Unavailable says why the arm cannot run on this host ("" = it can).

@@ -87,8 +87,6 @@ func (gvisorArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, error
 			}
 			return c, nil
 		}, counters)
-	if spec.Late != nil {
-		spec.Late(w.Lateness(), w.InputLag())
-	}
+	spec.reportLate(w)
 	return conns, err
 }

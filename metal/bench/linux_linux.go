@@ -113,9 +113,7 @@ func (a linuxArm) RunRow(ctx context.Context, spec RowSpec) (conns []report.Conn
 			return retrans.watch(c), err
 		},
 		snapshot)
-	if spec.Late != nil {
-		spec.Late(pr.Wire().Lateness(), pr.Wire().InputLag())
-	}
+	spec.reportLate(pr.Wire())
 	return conns, err
 }
 

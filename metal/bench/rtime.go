@@ -72,9 +72,7 @@ func (a *realArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn, erro
 		func() (net.Listener, error) { return dst.Listen(sinkAddr) },
 		func(ctx context.Context, _ string) (net.Conn, error) { return src.Dial(ctx, sinkAddr) },
 		func() map[string]uint64 { return reg.Snapshot() })
-	if spec.Late != nil {
-		spec.Late(w.Lateness(), w.InputLag())
-	}
+	spec.reportLate(w)
 	return conns, err
 }
 

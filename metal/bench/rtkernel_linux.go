@@ -78,8 +78,6 @@ func (a *kernelSinkArm) RunRow(ctx context.Context, spec RowSpec) ([]report.Conn
 		func() (net.Listener, error) { return p.Listen(sinkAddr.Port()) },
 		func(ctx context.Context, _ string) (net.Conn, error) { return src.Dial(ctx, sinkAddr) },
 		func() map[string]uint64 { return reg.Snapshot() })
-	if spec.Late != nil {
-		spec.Late(p.Wire().Lateness(), p.Wire().InputLag())
-	}
+	spec.reportLate(p.Wire())
 	return conns, err
 }

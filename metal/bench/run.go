@@ -30,11 +30,8 @@ var RealDefault = "rt:" + arms.Default()
 // KernelSinkDefault names the default arm's real-time row that sends to the
 // kernel's receiver ("rtk:" and arms.Default()), the sink the Linux rows
 // read from: held against Linux, it differs from a Linux row only in the
-// sender. It needs root and a Linux host, as the Linux rows do. RealDefault
-// runs two of this TCP's stacks beside the emulator on the host's cores; at
-// 1 Gbit/s on two cores those rows run late (the wire's p99 lateness 0.64 to
-// 2 ms in every row of three idle runs), where a row with one stack keeps
-// the wire as punctual as the Linux rows.
+// sender, where RealDefault, this TCP at both ends, differs at both. It
+// needs root and a Linux host, as the Linux rows do.
 var KernelSinkDefault = "rtk:" + arms.Default()
 
 // DefaultOrder is the row order of the default bench: three real-time

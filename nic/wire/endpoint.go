@@ -81,8 +81,7 @@ func (e *Endpoint) WriteFrame(b []byte) tcpip.Error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(b) > int(mtu) {
-		e.out.stats.DropOversize++
-		e.out.ctr.add(&e.out.ctr.dropOversize, 1)
+		e.out.oversizeLocked()
 		return &tcpip.ErrMessageTooLong{}
 	}
 	frame := w.getBufLocked(len(b))
@@ -115,8 +114,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 	n := 0
 	for _, pkt := range pkts.AsSlice() {
 		if pkt.Size() > int(mtu) {
-			e.out.stats.DropOversize++
-			e.out.ctr.add(&e.out.ctr.dropOversize, 1)
+			e.out.oversizeLocked()
 			if n == 0 {
 				return 0, &tcpip.ErrMessageTooLong{}
 			}
@@ -126,13 +124,7 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 		if !e.out.writeLocked(frame, now) {
 			w.putBufLocked(frame)
 			// Count the rest as refused too: the caller sees one error.
-			for _, rest := range pkts.AsSlice()[n+1:] {
-				e.out.stats.DropRing++
-				e.out.ctr.add(&e.out.ctr.dropRing, 1)
-				f := w.flattenLocked(rest)
-				w.traceLocked(now, e.out, TraceRefuse, f)
-				w.putBufLocked(f)
-			}
+			e.out.refuseAllLocked(now, pkts.AsSlice()[n+1:])
 			return n, &tcpip.ErrNoBufferSpace{}
 		}
 		n++
@@ -142,7 +134,11 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 
 // flattenLocked copies a packet into a (recycled) frame buffer.
 func (w *Wire) flattenLocked(pkt *stack.PacketBuffer) []byte {
-	b := w.getBufLocked(pkt.Size())[:0]
+	return flatten(w.getBufLocked(pkt.Size())[:0], pkt)
+}
+
+// flatten appends a packet's bytes to b, a frame buffer's b[:0].
+func flatten(b []byte, pkt *stack.PacketBuffer) []byte {
 	for _, s := range pkt.AsSlices() {
 		b = append(b, s...)
 	}

@@ -3,7 +3,6 @@ package wire
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -50,22 +49,17 @@ type ingress struct {
 	notify atomic.Bool
 }
 
-// ringMax is the direction's TX ring size, 0 for none. TxRing cannot
-// change while the wire runs (SetDir refuses it), so writers read it
-// without the wire's lock.
-func (d *direction) ringMax() int32 { return int32(d.ringSize) }
-
 // reserve takes a TX ring slot for a frame about to be queued, or reports
 // false if the ring is full.
 func (d *direction) reserve() bool {
-	max := d.ringMax()
-	if max == 0 {
+	size := int32(d.ringSize)
+	if size == 0 {
 		return true
 	}
 	for {
 		n := d.in.slots.Load()
 		// control:wire-rt-ring-unbounded
-		if n >= max {
+		if n >= size {
 			return false
 		}
 		if d.in.slots.CompareAndSwap(n, n+1) {
@@ -99,18 +93,20 @@ func (e *Endpoint) writeFrameRT(b []byte) tcpip.Error {
 }
 
 // writePacketsRT is WritePackets in real time: each packet takes a ring
-// slot and is copied, then all are queued at once.
+// slot and is copied, then all are queued at once. The refusals, rare, take
+// the wire's lock to be counted.
 func (e *Endpoint) writePacketsRT(pkts stack.PacketBufferList, mtu uint32) (int, tcpip.Error) {
 	w, d := e.w, e.out
 	now := w.now()
 	all := pkts.AsSlice()
-	frames := make([]rxFrame, 0, len(all))
+	// A send opportunity's batch fits on the stack; a larger one spills.
+	var local [64]rxFrame
+	frames := local[:0]
 	var err tcpip.Error
 	for i, pkt := range all {
 		if pkt.Size() > int(mtu) {
 			w.mu.Lock()
-			d.stats.DropOversize++
-			d.ctr.add(&d.ctr.dropOversize, 1)
+			d.oversizeLocked()
 			w.mu.Unlock()
 			if i == 0 {
 				err = &tcpip.ErrMessageTooLong{}
@@ -119,32 +115,17 @@ func (e *Endpoint) writePacketsRT(pkts stack.PacketBufferList, mtu uint32) (int,
 		}
 		if !d.reserve() {
 			w.mu.Lock()
-			for _, rest := range all[i:] {
-				f := w.flattenLocked(rest)
-				d.refuseLocked(now, f)
-				w.putBufLocked(f)
-			}
+			d.refuseAllLocked(now, all[i:])
 			w.mu.Unlock()
 			err = &tcpip.ErrNoBufferSpace{}
 			break
 		}
-		f := w.rtBuf(pkt.Size())[:0]
-		for _, s := range pkt.AsSlices() {
-			f = append(f, s...)
-		}
-		frames = append(frames, rxFrame{f, now})
+		frames = append(frames, rxFrame{flatten(w.rtBuf(pkt.Size())[:0], pkt), now})
 	}
 	if len(frames) > 0 {
 		d.enqueue(frames)
 	}
 	return len(frames), err
-}
-
-// refuseLocked counts a frame a full TX ring refused.
-func (d *direction) refuseLocked(now time.Duration, frame []byte) {
-	d.stats.DropRing++
-	d.ctr.add(&d.ctr.dropRing, 1)
-	d.w.traceLocked(now, d, TraceRefuse, frame)
 }
 
 // slotFreedLocked gives back the ring slot of a frame the card is done

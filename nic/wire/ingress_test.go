@@ -29,11 +29,7 @@ func returns(f func()) bool {
 // thread holds the wire's lock, so a writer the host preempts can never
 // hold the releasing thread up; the frame written then crosses the path.
 func TestRealTimeWritersStayOffTheWiresLock(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond, RateBps: 1e9, TxRing: 8}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond, RateBps: 1e9, TxRing: 8}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	var got frameLog
 	w.B().AttachSink(&got)
 	credit := w.A().TxCredit()
@@ -65,11 +61,7 @@ func TestRealTimeWritersStayOffTheWiresLock(t *testing.T) {
 // frames: the other direction's frames keep crossing, and once the queue
 // is free the held direction's frames cross too, in order.
 func TestRealTimeReleaserSkipsAnIngressQueueItFindsHeld(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	var atB, atA frameLog
 	w.B().AttachSink(&atB)
 	w.A().AttachSink(&atA)
@@ -100,24 +92,14 @@ func TestRealTimeReleaserSkipsAnIngressQueueItFindsHeld(t *testing.T) {
 	if !waitFor(func() bool { return atB.count() == n }) {
 		t.Fatalf("%d of %d frames reached B once its ingress queue was free", atB.count(), n)
 	}
-	atB.mu.Lock()
-	defer atB.mu.Unlock()
-	for i, id := range atB.ids {
-		if id != uint32(i) {
-			t.Fatalf("B got frame %d as its %d-th", id, i)
-		}
-	}
+	atB.inOrder(t, "B")
 }
 
 // TestRealTimeCreditWaiterRunsOffTheReleaser: a TX credit waiter (the
 // sending stack's output, under its own locks) runs on the wire's credit
 // goroutine: one that blocks does not stop the wire handing frames over.
 func TestRealTimeCreditWaiterRunsOffTheReleaser(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond, RateBps: 1e9, TxRing: 1}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond, RateBps: 1e9, TxRing: 1}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	var atA frameLog
 	w.A().AttachSink(&atA)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -149,11 +131,7 @@ func TestRealTimeCreditWaiterRunsOffTheReleaser(t *testing.T) {
 func TestRealTimeFullRingRefusesAtOnceAndRunsWaitersAsSlotsFree(t *testing.T) {
 	// 1 Mbit/s: a 140-byte frame holds the card 1.1 ms, so the writes below
 	// all come while the first is on the card.
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond, RateBps: 1e6, TxRing: 4}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond, RateBps: 1e6, TxRing: 4}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	var got frameLog
 	w.B().AttachSink(&got)
 	credit := w.A().TxCredit()
@@ -195,11 +173,5 @@ func TestRealTimeFullRingRefusesAtOnceAndRunsWaitersAsSlotsFree(t *testing.T) {
 	if !waitFor(func() bool { return got.count() == 4 }) {
 		t.Fatalf("%d of 4 accepted frames reached B", got.count())
 	}
-	got.mu.Lock()
-	defer got.mu.Unlock()
-	for i, id := range got.ids {
-		if id != uint32(i) {
-			t.Fatalf("B got frame %d as its %d-th", id, i)
-		}
-	}
+	got.inOrder(t, "B")
 }

@@ -28,11 +28,7 @@ func (*stuckStack) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketB
 // reaching their sink while it is stuck, and once it returns it gets every
 // frame, in order.
 func TestRealTimeWireDoesNotWaitForAStack(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	st := &stuckStack{release: make(chan struct{}), got: make(chan uint32, 16)}
 	w.B().Attach(st)
 	var back frameLog
@@ -115,11 +111,7 @@ func delivered(w *Wire) uint64 {
 // queued and measured for lateness while the sink is stuck, and once it
 // returns the sink gets every frame, in order.
 func TestRealTimeWireDoesNotWaitForASink(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	s := newStuckSink()
 	w.B().AttachSink(s)
 	const n = 50
@@ -139,24 +131,14 @@ func TestRealTimeWireDoesNotWaitForASink(t *testing.T) {
 	if !waitFor(func() bool { return s.count() == n }) {
 		t.Fatalf("B's sink got %d of %d frames", s.count(), n)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, id := range s.ids {
-		if id != uint32(i) {
-			t.Fatalf("B's sink got frame %d as its %d-th", id, i)
-		}
-	}
+	s.inOrder(t, "B's sink")
 }
 
 // TestRealTimeFullInputQueueIsACountedDrop: a receiver that falls a whole
 // input queue behind loses what does not fit, each frame counted as
 // DropInput, as a full receive ring drops; what fits arrives in order.
 func TestRealTimeFullInputQueueIsACountedDrop(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	s := newStuckSink()
 	w.B().AttachSink(s)
 	if terr := w.A().WriteFrame(data(0, 100)); terr != nil {
@@ -180,24 +162,14 @@ func TestRealTimeFullInputQueueIsACountedDrop(t *testing.T) {
 	if !waitFor(func() bool { return s.count() == 1+rxQueueMax }) {
 		t.Fatalf("B's sink got %d of %d frames", s.count(), 1+rxQueueMax)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, id := range s.ids {
-		if id != uint32(i) {
-			t.Fatalf("B's sink got frame %d as its %d-th", id, i)
-		}
-	}
+	s.inOrder(t, "B's sink")
 }
 
 // TestInputLagSpansTheReceiversDelivery: InputLag counts every frame
 // delivered, and a frame whose delivery the receiver held for hold has a
 // lag of at least hold (a lower bound only: a loaded host adds to it).
 func TestInputLagSpansTheReceiversDelivery(t *testing.T) {
-	w, err := NewRealTime(Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newRealTimeWire(t, Config{AtoB: Dir{Delay: time.Millisecond}, BtoA: Dir{Delay: time.Millisecond}, Seed: 1})
 	s := newStuckSink()
 	w.B().AttachSink(s)
 	const n, hold = 5, 20 * time.Millisecond
@@ -226,15 +198,11 @@ func TestInputLagSpansTheReceiversDelivery(t *testing.T) {
 // the next write into the recycled buffer. Without -race it checks only
 // that every frame arrives, in order.
 func TestRealTimeFrameIsNotReadAfterItsHandover(t *testing.T) {
-	w, err := NewRealTime(Config{
+	w := newRealTimeWire(t, Config{
 		AtoB: Dir{Delay: 100 * time.Microsecond},
 		BtoA: Dir{Delay: 100 * time.Microsecond, AckAggSegments: 4, AckAggHold: time.Millisecond},
 		Seed: 1,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	var got frameLog
 	w.B().AttachSink(&got)
 	const n = 3000
@@ -249,11 +217,5 @@ func TestRealTimeFrameIsNotReadAfterItsHandover(t *testing.T) {
 	if !waitFor(func() bool { return got.count() == n }) {
 		t.Fatalf("%d of %d frames reached B", got.count(), n)
 	}
-	got.mu.Lock()
-	defer got.mu.Unlock()
-	for i, id := range got.ids {
-		if id != uint32(i) {
-			t.Fatalf("B got frame %d as its %d-th", id, i)
-		}
-	}
+	got.inOrder(t, "B")
 }

@@ -26,6 +26,30 @@ func (l *frameLog) count() int {
 	return len(l.ids)
 }
 
+// inOrder fails t unless the frames logged are ids 0, 1, 2, ... in that
+// order; who names the receiver in the message.
+func (l *frameLog) inOrder(t *testing.T, who string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, id := range l.ids {
+		if id != uint32(i) {
+			t.Fatalf("%s got frame %d as its %d-th", who, id, i)
+		}
+	}
+}
+
+// newRealTimeWire is a real-time wire on cfg, closed when t ends.
+func newRealTimeWire(t *testing.T, cfg Config) *Wire {
+	t.Helper()
+	w, err := NewRealTime(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
 func idOf(b []byte) uint32 {
 	t := b[20:]
 	return uint32(t[4])<<24 | uint32(t[5])<<16 | uint32(t[6])<<8 | uint32(t[7])

@@ -404,24 +404,22 @@ func (w *Wire) deliverLocked(it work) {
 	if r.cfg.AckAggSegments > 0 {
 		isData = classify(it.frame).data
 	}
+	// Real time: the endpoint's input goroutine takes it from here, to its
+	// stack or its sink.
 	// control:wire-stack-input-on-releaser
-	if d.to.rx != nil {
-		// Real time: the endpoint's input goroutine takes it from here, to
-		// its stack or its sink.
-		if !d.to.rx.put(it.frame, w.now()) {
-			d.stats.DropInput++
-			d.ctr.add(&d.ctr.dropInput, 1)
-			w.putBufLocked(it.frame)
-			return
-		}
-		if isData {
-			r.dataDelivered(it.at)
-		}
-		d.countDataLocked(isData)
+	queued := d.to.rx != nil
+	if queued && !d.to.rx.put(it.frame, w.now()) {
+		d.stats.DropInput++
+		d.ctr.add(&d.ctr.dropInput, 1)
+		w.putBufLocked(it.frame)
 		return
 	}
 	if isData {
 		r.dataDelivered(it.at)
+	}
+	if queued {
+		d.countDataLocked(isData)
+		return
 	}
 	w.mu.Unlock()
 
@@ -629,9 +627,7 @@ func (d *direction) writeLocked(frame []byte, now time.Duration) bool {
 	w := d.w
 	// control:wire-ring-credit
 	if d.cfg.TxRing > 0 && d.ringUsed >= d.cfg.TxRing {
-		d.stats.DropRing++
-		d.ctr.add(&d.ctr.dropRing, 1)
-		w.traceLocked(now, d, TraceRefuse, frame)
+		d.refuseLocked(now, frame)
 		return false
 	}
 	d.stats.SentFrames++
@@ -661,6 +657,28 @@ func (d *direction) writeLocked(frame []byte, now time.Duration) bool {
 	}
 	d.admitLocked(frame, now)
 	return true
+}
+
+// refuseLocked counts a frame a full TX ring refused.
+func (d *direction) refuseLocked(now time.Duration, frame []byte) {
+	d.stats.DropRing++
+	d.ctr.add(&d.ctr.dropRing, 1)
+	d.w.traceLocked(now, d, TraceRefuse, frame)
+}
+
+// refuseAllLocked counts pkts as refused by a full TX ring, each traced.
+func (d *direction) refuseAllLocked(now time.Duration, pkts []*stack.PacketBuffer) {
+	for _, p := range pkts {
+		f := d.w.flattenLocked(p)
+		d.refuseLocked(now, f)
+		d.w.putBufLocked(f)
+	}
+}
+
+// oversizeLocked counts a frame over the MTU.
+func (d *direction) oversizeLocked() {
+	d.stats.DropOversize++
+	d.ctr.add(&d.ctr.dropOversize, 1)
 }
 
 // admitLocked moves a frame the card has sent into the path at time t:
