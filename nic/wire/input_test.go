@@ -205,13 +205,15 @@ func TestRealTimeFrameIsNotReadAfterItsHandover(t *testing.T) {
 	})
 	var got frameLog
 	w.B().AttachSink(&got)
-	const n = 3000
+	const n = 6000
 	for i := uint32(0); i < n; i++ {
 		if terr := w.A().WriteFrame(data(i, 1000)); terr != nil {
 			t.Fatal(terr)
 		}
-		if i%100 == 99 {
-			time.Sleep(50 * time.Microsecond) // let deliveries, and recycling, overlap the writes
+		if i%20 == 19 {
+			// Past the path's delay: the frames before are delivered and
+			// recycled while the next ones are written into their buffers.
+			time.Sleep(150 * time.Microsecond)
 		}
 	}
 	if !waitFor(func() bool { return got.count() == n }) {
